@@ -1,0 +1,118 @@
+import type { FastifyInstance } from "fastify";
+import { generatePassword } from "./auth/password.js";
+import type { Config } from "./config.js";
+import { type Db, openDatabase } from "./db/database.js";
+import { migrateToLatest } from "./db/migrate.js";
+import { buildServer } from "./http/server.js";
+import { createServices, type Services } from "./services.js";
+
+export interface Portico {
+  app: FastifyInstance;
+  services: Services;
+  db: Db;
+  /** The address the server listens on, e.g. `http://127.0.0.1:7080`. */
+  address: string;
+  /** The external base URL (`PORTICO_PUBLIC_URL`, or the listening address). */
+  publicUrl: string;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  config: Config;
+  /** PostgreSQL schema to use (tests isolate each run in its own). */
+  schema?: string;
+  /** Logger settings for Fastify; `false` silences it (tests). */
+  logger?: boolean | object;
+  /** Where to print the generated first-administrator password; defaults to stdout. */
+  announce?: (text: string) => void;
+}
+
+/** How often expired tokens are purged. */
+const TOKEN_PURGE_INTERVAL_MS = 60 * 60 * 1000;
+
+/**
+ * Starts portico: opens the database, applies migrations, creates the organization and the first
+ * administrator when missing, and listens.
+ */
+export async function startPortico(options: StartOptions): Promise<Portico> {
+  const { config } = options;
+  const db = await openDatabase({
+    databaseUrl: config.databaseUrl,
+    dataDir: config.dataDir,
+    schema: options.schema,
+  });
+  try {
+    await migrateToLatest(db);
+    const services = createServices(db);
+    await services.portal.ensureOrganization();
+    await ensureFirstAdministrator(services, config, options.announce ?? ((t) => process.stdout.write(t)));
+
+    let address = "";
+    const app = await buildServer({
+      config,
+      services,
+      logger: options.logger ?? true,
+      publicUrl: () => config.publicUrl ?? address,
+    });
+    await app.listen({ port: config.port, host: config.host });
+    const addr = app.server.address();
+    const port = typeof addr === "object" && addr ? addr.port : config.port;
+    const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+    address = `http://${host}:${port}`;
+
+    const purge = setInterval(() => {
+      services.auth
+        .purgeExpired()
+        .catch((err: unknown) => app.log.warn({ err }, "purging expired tokens failed"));
+    }, TOKEN_PURGE_INTERVAL_MS);
+    purge.unref();
+
+    return {
+      app,
+      services,
+      db,
+      address,
+      publicUrl: config.publicUrl ?? address,
+      async close() {
+        clearInterval(purge);
+        await app.close();
+        await db.close();
+      },
+    };
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
+}
+
+/**
+ * With no administrator yet, creates one from PORTICO_ADMIN_USERNAME/PASSWORD, or generates a
+ * password and prints it once. Concurrent first start-ups race on the unique username: the loser
+ * sees "username taken" and prints nothing.
+ */
+async function ensureFirstAdministrator(
+  services: Services,
+  config: Config,
+  announce: (text: string) => void,
+) {
+  if (await services.users.hasAdministrator()) return;
+  const username = config.adminUsername ?? "portaladmin";
+  const generated = config.adminPassword === undefined;
+  const password = config.adminPassword ?? generatePassword();
+  try {
+    await services.users.create(
+      null,
+      { username, password, firstName: "Portal", lastName: "Administrator", email: "", role: "org_admin" },
+      { system: true },
+    );
+  } catch (err) {
+    if (await services.users.hasAdministrator()) return;
+    throw err;
+  }
+  if (generated) {
+    announce(
+      `\nportico: created the first administrator.\n  username: ${username}\n  password: ${password}\n` +
+        "This password is shown only once; sign in and change it.\n\n",
+    );
+  }
+}

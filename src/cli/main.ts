@@ -1,0 +1,62 @@
+#!/usr/bin/env node
+import { startPortico } from "../app.js";
+import { ConfigError, describeSettings, loadConfig } from "../config.js";
+
+const USAGE = `usage: portico serve [flags]
+
+Starts the portal server. Every flag has an environment variable; the flag wins.
+${describeSettings()}
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === "help" || command === "--help" || rest.includes("--help")) {
+    process.stdout.write(USAGE);
+    return command === undefined ? 1 : 0;
+  }
+  if (command !== "serve") {
+    process.stderr.write(`portico: unknown command '${command}'\n\n${USAGE}`);
+    return 2;
+  }
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(rest);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`portico: invalid setting ${err.message}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  const portico = await startPortico({ config });
+  portico.app.log.info(
+    { address: portico.address, publicUrl: portico.publicUrl, database: portico.db.engine },
+    `portico listening at ${portico.publicUrl}${config.contextPath}/sharing/rest`,
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    portico.app.log.info({ signal }, "shutting down");
+    portico.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        portico.app.log.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+  return -1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`portico: failed to start: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  },
+);

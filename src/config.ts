@@ -1,0 +1,221 @@
+import path from "node:path";
+import { parseArgs } from "node:util";
+import ipaddr from "ipaddr.js";
+
+/**
+ * Operator settings. This module is the only place that reads `process.env`; everything else
+ * receives a validated `Config`. A bad value throws `ConfigError` naming the setting, and the CLI
+ * turns that into a one-line message and a non-zero exit.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  /**
+   * External base URL, without trailing slash, used in every URL the server hands out. Undefined
+   * means `http://HOST:PORT` of the listening socket (known only once listening, for port 0).
+   */
+  publicUrl: string | undefined;
+  /** Prefix before `/sharing/rest`, either "" or "/something" without trailing slash. */
+  contextPath: string;
+  dataDir: string;
+  /** A postgres:// URL switches the data layer to PostgreSQL; undefined means embedded SQLite. */
+  databaseUrl: string | undefined;
+  adminUsername: string | undefined;
+  adminPassword: string | undefined;
+  /** CIDRs that outbound calls may reach although private or loopback. */
+  outboundAllow: string[];
+  /**
+   * Which peers may set X-Forwarded-* headers (Fastify `trustProxy`): false, or a list of
+   * addresses/CIDRs. Needed so that `allSSL` can trust a TLS-terminating proxy.
+   */
+  trustProxy: false | string[];
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+}
+
+export class ConfigError extends Error {
+  constructor(
+    readonly setting: string,
+    message: string,
+  ) {
+    super(`${setting}: ${message}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** One entry per setting: its environment variable and its `portico serve` flag. */
+const SETTINGS = {
+  port: { env: "PORTICO_PORT", flag: "port" },
+  host: { env: "PORTICO_HOST", flag: "host" },
+  publicUrl: { env: "PORTICO_PUBLIC_URL", flag: "public-url" },
+  contextPath: { env: "PORTICO_CONTEXT_PATH", flag: "context-path" },
+  dataDir: { env: "PORTICO_DATA_DIR", flag: "data-dir" },
+  databaseUrl: { env: "DATABASE_URL", flag: "database-url" },
+  adminUsername: { env: "PORTICO_ADMIN_USERNAME", flag: "admin-username" },
+  adminPassword: { env: "PORTICO_ADMIN_PASSWORD", flag: "admin-password" },
+  outboundAllow: { env: "PORTICO_OUTBOUND_ALLOW", flag: "outbound-allow" },
+  trustProxy: { env: "PORTICO_TRUST_PROXY", flag: "trust-proxy" },
+  logLevel: { env: "PORTICO_LOG_LEVEL", flag: "log-level" },
+} as const;
+
+type SettingKey = keyof typeof SETTINGS;
+
+export const SERVE_FLAGS = Object.fromEntries(
+  Object.values(SETTINGS).map((s) => [s.flag, { type: "string" as const }]),
+) as Record<(typeof SETTINGS)[SettingKey]["flag"], { type: "string" }>;
+
+/** Describes every setting for `portico serve --help` and the README. */
+export function describeSettings(): string {
+  return Object.values(SETTINGS)
+    .map((s) => `  --${s.flag.padEnd(16)} ${s.env}`)
+    .join("\n");
+}
+
+/**
+ * Builds the configuration from command-line flags (which win) and environment variables.
+ * `cwd` resolves a relative data directory.
+ */
+export function loadConfig(
+  argv: string[] = [],
+  env: NodeJS.ProcessEnv = process.env,
+  cwd: string = process.cwd(),
+): Config {
+  let flags: Record<string, string | undefined>;
+  try {
+    flags = parseArgs({ args: argv, options: SERVE_FLAGS, strict: true, allowPositionals: false })
+      .values as Record<string, string | undefined>;
+  } catch (err) {
+    throw new ConfigError("arguments", (err as Error).message);
+  }
+  const raw = (key: SettingKey): { value: string | undefined; name: string } => {
+    const s = SETTINGS[key];
+    const flag = flags[s.flag];
+    if (flag !== undefined) return { value: flag, name: `--${s.flag}` };
+    const fromEnv = env[s.env];
+    return { value: fromEnv === "" ? undefined : fromEnv, name: s.env };
+  };
+
+  const port = parsePort(raw("port"));
+  const hostSetting = raw("host");
+  const host = hostSetting.value ?? "127.0.0.1";
+  if (!/^[A-Za-z0-9.:[\]-]+$/.test(host)) throw new ConfigError(hostSetting.name, `not a host name: ${host}`);
+
+  const contextPath = parseContextPath(raw("contextPath"));
+  const publicUrl = parsePublicUrl(raw("publicUrl"));
+  const dataDirSetting = raw("dataDir");
+  const dataDir = path.resolve(cwd, dataDirSetting.value ?? "data");
+  const databaseUrl = parseDatabaseUrl(raw("databaseUrl"));
+
+  const adminUsername = raw("adminUsername");
+  const adminPassword = raw("adminPassword");
+  if (adminUsername.value !== undefined && !USERNAME_PATTERN.test(adminUsername.value)) {
+    throw new ConfigError(
+      adminUsername.name,
+      "must be 6 to 128 characters of letters, digits, '.', '_', '-' or '@', starting with a letter or digit",
+    );
+  }
+  if ((adminUsername.value === undefined) !== (adminPassword.value === undefined)) {
+    throw new ConfigError(
+      adminUsername.value === undefined ? adminUsername.name : adminPassword.name,
+      "set both PORTICO_ADMIN_USERNAME and PORTICO_ADMIN_PASSWORD, or neither",
+    );
+  }
+  if (adminPassword.value !== undefined && adminPassword.value.length < 8) {
+    throw new ConfigError(adminPassword.name, "must be at least 8 characters");
+  }
+
+  return {
+    port,
+    host,
+    publicUrl,
+    contextPath,
+    dataDir,
+    databaseUrl,
+    adminUsername: adminUsername.value,
+    adminPassword: adminPassword.value,
+    outboundAllow: parseCidrList(raw("outboundAllow")),
+    trustProxy: parseTrustProxy(raw("trustProxy")),
+    logLevel: parseLogLevel(raw("logLevel")),
+  };
+}
+
+/** Usernames follow the ArcGIS rule: letters, digits and . _ - @, 6 to 128 characters. */
+export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{5,127}$/;
+
+function parsePort({ value, name }: { value: string | undefined; name: string }): number {
+  if (value === undefined) return 7080;
+  if (!/^\d+$/.test(value)) throw new ConfigError(name, `not a port number: ${value}`);
+  const port = Number(value);
+  if (port > 65535) throw new ConfigError(name, `must be between 0 and 65535, got ${value}`);
+  return port;
+}
+
+function parseContextPath({ value, name }: { value: string | undefined; name: string }): string {
+  if (value === undefined || value === "/") return "";
+  const trimmed = value.replace(/\/+$/, "");
+  const withSlash = trimmed.startsWith("/") ? trimmed : `/${trimmed}`;
+  if (!/^(\/[A-Za-z0-9._~-]+)+$/.test(withSlash)) {
+    throw new ConfigError(name, `must be a path such as /portal, got ${value}`);
+  }
+  return withSlash;
+}
+
+function parsePublicUrl({ value, name }: { value: string | undefined; name: string }): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new ConfigError(name, `not a URL: ${value}`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    throw new ConfigError(name, `must be an http or https URL, got ${value}`);
+  }
+  if (url.search || url.hash) throw new ConfigError(name, "must not have a query or fragment");
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}`;
+}
+
+function parseDatabaseUrl({ value, name }: { value: string | undefined; name: string }): string | undefined {
+  if (value === undefined) return undefined;
+  if (!/^postgres(ql)?:\/\//.test(value)) {
+    throw new ConfigError(name, "must be a postgres:// or postgresql:// URL");
+  }
+  try {
+    new URL(value);
+  } catch {
+    throw new ConfigError(name, "is not a valid URL");
+  }
+  return value;
+}
+
+function parseCidrList({ value, name }: { value: string | undefined; name: string }): string[] {
+  if (value === undefined) return [];
+  const entries = value
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const entry of entries) {
+    try {
+      ipaddr.parseCIDR(entry.includes("/") ? entry : `${entry}/${entry.includes(":") ? 128 : 32}`);
+    } catch {
+      throw new ConfigError(name, `not a CIDR: ${entry}`);
+    }
+  }
+  return entries;
+}
+
+function parseTrustProxy({ value, name }: { value: string | undefined; name: string }): false | string[] {
+  if (value === undefined || value === "false") return false;
+  const list = parseCidrList({ value, name });
+  if (list.length === 0) throw new ConfigError(name, "must list the proxy addresses or CIDRs");
+  return list;
+}
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function parseLogLevel({ value, name }: { value: string | undefined; name: string }): Config["logLevel"] {
+  if (value === undefined) return "info";
+  if (!(LOG_LEVELS as readonly string[]).includes(value)) {
+    throw new ConfigError(name, `must be one of ${LOG_LEVELS.join(", ")}`);
+  }
+  return value as Config["logLevel"];
+}

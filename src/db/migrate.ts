@@ -1,0 +1,32 @@
+import type { Kysely, Migration, MigrationProvider } from "kysely";
+import { Migrator } from "kysely";
+import type { Db, Engine } from "./database.js";
+import * as m0001 from "./migrations/0001-initial.js";
+
+/**
+ * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
+ * never edit one that has shipped. Kysely's migrator takes a lock (an advisory lock on
+ * PostgreSQL), so several nodes starting at once apply each migration exactly once.
+ */
+const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Promise<void> }> = {
+  "0001-initial": m0001,
+};
+
+export const LATEST_MIGRATION = Object.keys(MIGRATIONS).sort().at(-1) as string;
+
+function provider(engine: Engine): MigrationProvider {
+  return {
+    async getMigrations() {
+      const out: Record<string, Migration> = {};
+      for (const [name, m] of Object.entries(MIGRATIONS)) out[name] = { up: (db) => m.up(db, engine) };
+      return out;
+    },
+  };
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = new Migrator({ db: db.kysely, provider: provider(db.engine) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}

@@ -1,0 +1,147 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type Caller, requirePrivilege } from "../auth/caller.js";
+import { errors } from "../errors.js";
+import type { Organization } from "../portal/portal.service.js";
+import type { Privilege } from "../roles/privileges.js";
+import type { Services } from "../services.js";
+import { type ParamSpecs, type ParamValues, parseParams } from "../validation/params.js";
+import { type Format, parseFormat, render } from "./render.js";
+
+/**
+ * One request pipeline for every endpoint. A route is data: where it lives, who may call it, the
+ * parameters it takes; the pipeline does the rest in the same order everywhere:
+ *   merge query and form parameters -> choose the format -> authenticate -> check the privilege
+ *   -> parse and validate parameters -> call the service -> render.
+ */
+export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
+  /** Stable name used in logs and metrics, e.g. `portal.update`. */
+  name: string;
+  methods: readonly ("GET" | "POST")[];
+  /** Path below the API root, with `:params`, e.g. `/portals/:portalId/update`. */
+  path: string;
+  /** `sharing` is `/sharing/rest`, `portaladmin` is `/portaladmin`. */
+  root?: "sharing" | "portaladmin";
+  /**
+   * `none`: credentials are not read (info, generateToken). `optional`: anonymous allowed, a token
+   * that is sent must be valid. `required`: anonymous callers get 499.
+   */
+  auth: "none" | "optional" | "required";
+  /** Privilege every caller needs; services check finer rules (self or administrator, ...). */
+  privilege?: Privilege;
+  params: S;
+  handler: (ctx: HandlerContext<S>) => Promise<unknown>;
+}
+
+export interface HandlerContext<S extends ParamSpecs> {
+  params: ParamValues<S>;
+  /** Parameters sent with an empty value. */
+  empty: Set<keyof S & string>;
+  path: Record<string, string>;
+  caller: Caller | null;
+  services: Services;
+  org: Organization;
+  /** The bearer token of this request, when one was sent. */
+  token: string | undefined;
+  requestIp: string;
+  /** Public base of the API root, e.g. `https://gis.example.com/portal/sharing/rest`. */
+  apiBase: string;
+}
+
+/** Identity helper that keeps the parameter types of a route definition. */
+export function defineRoute<S extends ParamSpecs>(def: RouteDef<S>): RouteDef<S> {
+  return def;
+}
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Loaded once per request by the organization hook (CORS and allSSL need it first). */
+    org: Organization;
+  }
+}
+
+export interface PipelineOptions {
+  services: Services;
+  contextPath: string;
+  /** The public base URL; a function because with port 0 it is known only after listening. */
+  publicUrl: () => string;
+}
+
+/** Query and form parameters as one string map; for repeated names the last value wins. */
+export function mergedParams(request: FastifyRequest): Record<string, string> {
+  const out: Record<string, string> = {};
+  const add = (source: unknown) => {
+    if (!source || typeof source !== "object") return;
+    for (const [key, value] of Object.entries(source as Record<string, unknown>)) {
+      const v = Array.isArray(value) ? value.at(-1) : value;
+      if (v === undefined || v === null) continue;
+      // A JSON body (a convenience for scripts) carries objects; ArcGIS form semantics want text.
+      out[key] = typeof v === "string" ? v : typeof v === "object" ? JSON.stringify(v) : String(v);
+    }
+  };
+  add(request.query);
+  add(request.body);
+  return out;
+}
+
+/** The token of a request: the `token` parameter, or a Bearer header (`wire.md` §1). */
+export function tokenOf(request: FastifyRequest, params: Record<string, string>): string | undefined {
+  if (params.token) return params.token;
+  for (const header of ["x-esri-authorization", "authorization"]) {
+    const value = request.headers[header];
+    if (typeof value === "string") {
+      const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
+      if (match) return match[1];
+    }
+  }
+  return undefined;
+}
+
+export function apiRoot(root: RouteDef["root"], contextPath: string): string {
+  return root === "portaladmin" ? `${contextPath}/portaladmin` : `${contextPath}/sharing/rest`;
+}
+
+export function registerRoutes(
+  app: FastifyInstance,
+  routes: readonly RouteDef[],
+  options: PipelineOptions,
+): void {
+  for (const route of routes) {
+    const root = apiRoot(route.root, options.contextPath);
+    app.route({
+      method: [...route.methods],
+      url: `${root}${route.path}`,
+      config: { routeName: route.name },
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        const raw = mergedParams(request);
+        const format: Format = parseFormat(raw.f);
+        const path = request.params as Record<string, string>;
+        // `<portal_id>` is the organization id or `self` (`wire.md` §1), checked here for every route.
+        if (
+          path.portalId !== undefined &&
+          path.portalId.toLowerCase() !== "self" &&
+          path.portalId !== request.org.id
+        ) {
+          throw errors.organizationNotFound(path.portalId);
+        }
+        const token = route.auth === "none" ? undefined : tokenOf(request, raw);
+        let caller: Caller | null = null;
+        if (token !== undefined) caller = await options.services.auth.authenticate(token);
+        else if (route.auth === "required") throw errors.tokenRequired();
+        if (route.privilege) requirePrivilege(caller, route.privilege);
+        const { values, empty } = parseParams(route.params, raw);
+        const result = await route.handler({
+          params: values,
+          empty,
+          path,
+          caller,
+          services: options.services,
+          org: request.org,
+          token,
+          requestIp: request.ip,
+          apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
+        });
+        return render(reply, format, result, route.name);
+      },
+    });
+  }
+}

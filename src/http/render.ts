@@ -1,0 +1,63 @@
+import type { FastifyReply } from "fastify";
+import { errors, type PorticoError } from "../errors.js";
+
+/** Response formats (`wire.md` §1): `pjsonm`, sent by some clients, is pretty JSON too. */
+export type Format = "json" | "pjson" | "html";
+
+export function parseFormat(f: string | undefined): Format {
+  if (f === undefined || f === "" || f === "json") return "json";
+  if (f === "pjson" || f === "pjsonm") return "pjson";
+  if (f === "html") return "html";
+  throw errors.unsupportedFormat(f);
+}
+
+/** Like `parseFormat`, but never throws: used to render errors, including a bad `f` itself. */
+export function formatForError(f: string | undefined): Format {
+  try {
+    return parseFormat(f);
+  } catch {
+    return "json";
+  }
+}
+
+export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
+  if (format === "html") {
+    return reply.type("text/html; charset=utf-8").send(htmlPage(title, body));
+  }
+  const text = format === "pjson" ? JSON.stringify(body, null, 2) : JSON.stringify(body);
+  return reply.type("application/json; charset=utf-8").send(text);
+}
+
+/** The ArcGIS error envelope (`wire.md` §2), always with HTTP status 200. */
+export function errorBody(error: PorticoError): { error: Record<string, unknown> } {
+  return {
+    error: {
+      code: error.code,
+      ...(error.messageCode ? { messageCode: error.messageCode } : {}),
+      message: error.message,
+      details: error.details,
+    },
+  };
+}
+
+const ESCAPES: Record<string, string> = {
+  "&": "&amp;",
+  "<": "&lt;",
+  ">": "&gt;",
+  '"': "&quot;",
+  "'": "&#39;",
+};
+export function escapeHtml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
+}
+
+/** A readable page of a resource: its JSON, indented, under a heading. */
+function htmlPage(title: string, body: unknown): string {
+  return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>portico: ${escapeHtml(title)}</title>
+<style>body{font-family:system-ui,sans-serif;margin:2rem}pre{background:#f5f5f5;padding:1rem;overflow:auto}</style>
+</head><body><h1>${escapeHtml(title)}</h1>
+<pre>${escapeHtml(JSON.stringify(body, null, 2))}</pre>
+</body></html>
+`;
+}

@@ -1,0 +1,13 @@
+import type { RouteDef } from "../pipeline.js";
+import { authRoutes } from "./auth.routes.js";
+import { portalRoutes } from "./portal.routes.js";
+import { roleRoutes } from "./role.routes.js";
+import { userRoutes } from "./user.routes.js";
+
+/** Every endpoint, grouped by area; the file name follows the first segment of the URL. */
+export const allRoutes = [
+  ...authRoutes,
+  ...portalRoutes,
+  ...roleRoutes,
+  ...userRoutes,
+] as unknown as RouteDef[];

@@ -1,0 +1,80 @@
+import { ORG_SETTINGS, SETTING_NAMES, type SettingName } from "../../portal/org-settings.js";
+import { portalView } from "../../portal/portal.service.js";
+import { USER_SORT_FIELDS } from "../../users/user.repository.js";
+import { type ParamSpec, p } from "../../validation/params.js";
+import { defineRoute } from "../pipeline.js";
+
+const settingSpecs = Object.fromEntries(
+  SETTING_NAMES.map((name) => [name, ORG_SETTINGS[name].spec]),
+) as Record<SettingName, ParamSpec<unknown, false>>;
+
+export const portalRoutes = [
+  defineRoute({
+    name: "portals.get",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId",
+    auth: "optional",
+    params: {},
+    handler: async ({ caller, services, org, apiBase }) => {
+      const hostname = new URL(apiBase);
+      return portalView(org, {
+        signedIn: caller !== null,
+        portalHostname: `${hostname.host}${hostname.pathname.replace(/\/sharing\/rest$/, "")}`,
+        ...(caller ? { user: await services.users.self(caller) } : {}),
+      });
+    },
+  }),
+  defineRoute({
+    name: "portals.update",
+    methods: ["POST"],
+    path: "/portals/:portalId/update",
+    auth: "required",
+    params: { ...settingSpecs, clearEmptyFields: p.boolean() },
+    handler: async ({ params, empty, caller, services }) => {
+      const changes: Record<string, unknown> = {};
+      for (const name of SETTING_NAMES) if (params[name] !== undefined) changes[name] = params[name];
+      const { orgId } = await services.portal.update(caller, {
+        changes,
+        empty: SETTING_NAMES.filter((name) => empty.has(name)),
+        clearEmptyFields: params.clearEmptyFields === true,
+      });
+      return { success: true, orgId };
+    },
+  }),
+  defineRoute({
+    name: "portals.updateUserRole",
+    methods: ["POST"],
+    path: "/portals/:portalId/updateUserRole",
+    auth: "required",
+    privilege: "portal:admin:changeUserRoles",
+    params: {
+      user: p.string({ required: true, maxLength: 128 }),
+      role: p.string({ required: true, maxLength: 128 }),
+    },
+    handler: async ({ params, caller, services }) => {
+      await services.users.updateRole(caller, params.user, params.role);
+      return { success: true };
+    },
+  }),
+  defineRoute({
+    name: "portals.users",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/users",
+    auth: "required",
+    privilege: "portal:admin:viewUsers",
+    params: {
+      start: p.integer({ min: 1 }),
+      num: p.integer({ min: 1, max: 100 }),
+      sortField: p.string({ enum: Object.keys(USER_SORT_FIELDS), caseInsensitive: true }),
+      sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
+    },
+    handler: async ({ params, caller, services }) => {
+      return services.users.list(caller, {
+        start: params.start ?? 1,
+        num: params.num ?? 10,
+        sortField: (params.sortField ?? "username") as keyof typeof USER_SORT_FIELDS,
+        sortOrder: (params.sortOrder ?? "asc") as "asc" | "desc",
+      });
+    },
+  }),
+];

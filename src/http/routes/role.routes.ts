@@ -1,0 +1,119 @@
+import { p } from "../../validation/params.js";
+import { defineRoute } from "../pipeline.js";
+
+const roleBase = "/portals/:portalId/roles/:roleId";
+
+export const roleRoutes = [
+  defineRoute({
+    name: "roles.list",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/roles",
+    auth: "required",
+    privilege: "portal:admin:viewUsers",
+    params: {
+      start: p.integer({ min: 1 }),
+      num: p.integer({ min: 1, max: 100 }),
+      returnPrivileges: p.boolean(),
+    },
+    handler: async ({ params, caller, services }) => {
+      return services.roles.list(caller, {
+        start: params.start ?? 1,
+        num: params.num ?? 10,
+        returnPrivileges: params.returnPrivileges ?? false,
+      });
+    },
+  }),
+  defineRoute({
+    name: "roles.create",
+    methods: ["POST"],
+    path: "/portals/:portalId/createRole",
+    auth: "required",
+    privilege: "portal:admin:manageRoles",
+    params: {
+      name: p.string({ required: true, maxLength: 128 }),
+      description: p.string({ maxLength: 250 }),
+    },
+    handler: async ({ params, caller, services }) => {
+      const { id } = await services.roles.create(caller, {
+        name: params.name,
+        description: params.description ?? "",
+      });
+      return { success: true, id };
+    },
+  }),
+  defineRoute({
+    name: "roles.get",
+    methods: ["GET", "POST"],
+    path: roleBase,
+    auth: "required",
+    privilege: "portal:admin:viewUsers",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      return services.roles.get(caller, path.roleId as string);
+    },
+  }),
+  defineRoute({
+    name: "roles.update",
+    methods: ["POST"],
+    path: `${roleBase}/update`,
+    auth: "required",
+    privilege: "portal:admin:manageRoles",
+    params: {
+      name: p.string({ maxLength: 128 }),
+      description: p.string({ maxLength: 250 }),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      await services.roles.update(caller, path.roleId as string, {
+        ...(params.name !== undefined ? { name: params.name } : {}),
+        ...(params.description !== undefined ? { description: params.description } : {}),
+      });
+      return { success: true };
+    },
+  }),
+  defineRoute({
+    name: "roles.delete",
+    methods: ["POST"],
+    path: `${roleBase}/delete`,
+    auth: "required",
+    privilege: "portal:admin:manageRoles",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      await services.roles.delete(caller, path.roleId as string);
+      return { success: true };
+    },
+  }),
+  defineRoute({
+    name: "roles.privileges",
+    methods: ["GET", "POST"],
+    path: `${roleBase}/privileges`,
+    auth: "required",
+    privilege: "portal:admin:viewUsers",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      return services.roles.privileges(caller, path.roleId as string);
+    },
+  }),
+  defineRoute({
+    name: "roles.setPrivileges",
+    methods: ["POST"],
+    path: `${roleBase}/setPrivileges`,
+    auth: "required",
+    privilege: "portal:admin:manageRoles",
+    params: {
+      privileges: p.json<{ privileges: string[] }, true>(
+        {
+          type: "object",
+          properties: {
+            privileges: { type: "array", maxItems: 500, items: { type: "string", maxLength: 128 } },
+          },
+          required: ["privileges"],
+        },
+        { required: true },
+      ),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      await services.roles.setPrivileges(caller, path.roleId as string, params.privileges.privileges);
+      return { success: true };
+    },
+  }),
+];

@@ -1,0 +1,112 @@
+import formbody from "@fastify/formbody";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
+import type { Config } from "../config.js";
+import { errors, PorticoError } from "../errors.js";
+import type { Services } from "../services.js";
+import { handleCors } from "./cors.js";
+import { mergedParams, registerRoutes } from "./pipeline.js";
+import { errorBody, formatForError, render } from "./render.js";
+import { allRoutes } from "./routes/index.js";
+
+export interface ServerOptions {
+  config: Pick<Config, "contextPath" | "trustProxy" | "logLevel">;
+  /** The public base URL (see `Config.publicUrl`). */
+  publicUrl: () => string;
+  services: Services;
+  /** A pino logger configuration or instance; tests pass `false`. */
+  logger?: boolean | object;
+}
+
+/** Query-string parameters whose values must never reach a log line. */
+const SECRET_PARAMS = /([?&](?:token|password|oldPassword|secret)=)[^&]*/gi;
+
+export function redactUrl(url: string): string {
+  return url.replace(SECRET_PARAMS, "$1[REDACTED]");
+}
+
+export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
+  const { config, services } = options;
+  const app = Fastify({
+    logger:
+      options.logger === false
+        ? false
+        : {
+            level: config.logLevel,
+            // Credentials travel in headers, query strings and bodies; none of them is logged.
+            redact: [
+              "req.headers.authorization",
+              "req.headers['x-esri-authorization']",
+              "req.headers.cookie",
+            ],
+            serializers: {
+              req: (req: FastifyRequest) => ({
+                method: req.method,
+                url: redactUrl(req.url),
+                remoteAddress: req.ip,
+              }),
+            },
+            ...(typeof options.logger === "object" ? options.logger : {}),
+          },
+    trustProxy: config.trustProxy === false ? false : config.trustProxy,
+    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    bodyLimit: 10 * 1024 * 1024,
+    requestIdHeader: "x-request-id",
+  });
+
+  await app.register(formbody);
+
+  // Every request needs the organization first: allowedOrigins decides CORS (preflights
+  // included) and allSSL may refuse the request before anything else runs.
+  app.decorateRequest("org", undefined as never);
+  app.addHook("onRequest", async (request, reply) => {
+    request.org = await services.portal.get();
+    if (handleCors(request, reply, request.org.settings.allowedOrigins as string[])) return reply;
+    if (request.org.settings.allSSL === true && request.protocol !== "https") throw errors.sslRequired();
+  });
+
+  app.setErrorHandler((error: FastifyError | PorticoError, request, reply) => {
+    const format = formatForError(safeParams(request).f);
+    let mapped: PorticoError;
+    if (error instanceof PorticoError) {
+      mapped = error;
+    } else if (typeof error.statusCode === "number" && error.statusCode >= 400 && error.statusCode < 500) {
+      // Fastify's own client errors: unparsable body, unsupported media type, body too large.
+      mapped = new PorticoError(400, "Unable to process the request.", "GEN_0400", [error.message]);
+    } else {
+      request.log.error({ err: error }, "unhandled error");
+      mapped = errors.internal();
+    }
+    reply.status(200);
+    return render(reply, format, errorBody(mapped), "error");
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const format = formatForError(safeParams(request).f);
+    reply.status(200);
+    return render(
+      reply,
+      format,
+      errorBody(
+        new PorticoError(400, "Invalid URL", "GEN_0404", [
+          `No resource or operation at ${request.url.split("?")[0]}.`,
+        ]),
+      ),
+      "error",
+    );
+  });
+
+  registerRoutes(app, allRoutes, {
+    services,
+    contextPath: config.contextPath,
+    publicUrl: options.publicUrl,
+  });
+  return app;
+}
+
+function safeParams(request: FastifyRequest): Record<string, string> {
+  try {
+    return mergedParams(request);
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,163 @@
+import type { Transaction } from "kysely";
+import { type Caller, requirePrivilege } from "../auth/caller.js";
+import type { Db } from "../db/database.js";
+import type { Database } from "../db/schema.js";
+import { errors } from "../errors.js";
+import { newId } from "../ids.js";
+import { findUser } from "../users/user.repository.js";
+import {
+  findOrganization,
+  insertOrganizationIfAbsent,
+  lockOrganization,
+  saveSettings,
+} from "./org.repository.js";
+import {
+  DEFAULT_MAX_TOKEN_MINUTES,
+  defaultSettings,
+  GROUP_PRIVILEGE,
+  helperServices,
+  type OrgSettings,
+  PUBLIC_SETTING_NAMES,
+  SETTING_NAMES,
+  type SettingName,
+  settingGroup,
+} from "./org-settings.js";
+
+export interface Organization {
+  id: string;
+  settings: OrgSettings;
+  created: number;
+  modified: number;
+}
+
+export interface SettingsUpdate {
+  /** Settings sent with a value. */
+  changes: Partial<OrgSettings>;
+  /** Settings sent empty; they are reset to their default only when `clearEmptyFields` is true. */
+  empty: SettingName[];
+  clearEmptyFields: boolean;
+}
+
+/** Version reported as `currentVersion` (the REST version of ArcGIS Enterprise 11.3). */
+export const REST_VERSION = "2024.1";
+export const ENTERPRISE_VERSION = "11.3.0";
+
+/**
+ * The organization and its settings. The stored JSON holds only settings that were set; defaults
+ * fill the rest on read, so a setting added in a later version needs no data migration.
+ */
+export class PortalService {
+  constructor(private readonly db: Db) {}
+
+  /** Creates the organization on first start; safe when several nodes start at once. */
+  async ensureOrganization(): Promise<Organization> {
+    const now = Date.now();
+    await insertOrganizationIfAbsent(this.db.kysely, {
+      id: newId(),
+      settings: "{}",
+      created: now,
+      modified: now,
+    });
+    return this.get();
+  }
+
+  async get(): Promise<Organization> {
+    const row = await findOrganization(this.db.kysely);
+    if (!row) throw new Error("the organization has not been created; run migrations and start-up first");
+    return {
+      id: row.id,
+      settings: { ...defaultSettings(), ...(JSON.parse(row.settings) as Partial<OrgSettings>) },
+      created: row.created,
+      modified: row.modified,
+    };
+  }
+
+  /** Maximum token lifetime in minutes, after the organization's `maxTokenExpirationMinutes`. */
+  static maxTokenMinutes(settings: OrgSettings): number {
+    const max = settings.maxTokenExpirationMinutes as number;
+    return max > 0 ? max : DEFAULT_MAX_TOKEN_MINUTES;
+  }
+
+  async update(caller: Caller | null, update: SettingsUpdate): Promise<{ orgId: string }> {
+    const cleared = update.clearEmptyFields ? update.empty : [];
+    const touched = [...(Object.keys(update.changes) as SettingName[]), ...cleared];
+    // Each group of settings has its own administrative privilege (ArcGIS custom admin roles);
+    // an update that touches nothing still needs one, so it cannot probe for free.
+    const groups = touched.length > 0 ? new Set(touched.map(settingGroup)) : new Set(["website" as const]);
+    for (const group of groups) requirePrivilege(caller, GROUP_PRIVILEGE[group]);
+
+    return this.db.transaction(async (trx) => {
+      await lockOrganization(trx, this.db.engine);
+      const row = await findOrganization(trx);
+      if (!row) throw new Error("the organization has not been created");
+
+      const stored = JSON.parse(row.settings) as Partial<OrgSettings>;
+      for (const name of cleared) delete stored[name];
+      Object.assign(stored, update.changes);
+      const merged = { ...defaultSettings(), ...stored };
+
+      await this.checkCrossFieldRules(trx, merged, update.changes);
+      await saveSettings(trx, row.id, JSON.stringify(stored), Math.max(Date.now(), row.modified + 1));
+      return { orgId: row.id };
+    });
+  }
+
+  /** Rules that involve more than one setting or other records; checked on the merged result. */
+  private async checkCrossFieldRules(
+    trx: Transaction<Database>,
+    merged: OrgSettings,
+    changes: Partial<OrgSettings>,
+  ): Promise<void> {
+    const trusted = new Set(merged.authorizedCrossOriginDomains as string[]);
+    const missing = (merged.authorizedCrossOriginNoCorsDomains as string[]).filter((d) => !trusted.has(d));
+    if (missing.length > 0) {
+      throw errors.invalidParameter(
+        "authorizedCrossOriginNoCorsDomains",
+        `lists ${missing.join(", ")}, which must also be in authorizedCrossOriginDomains`,
+      );
+    }
+    if (changes.contacts !== undefined) {
+      for (const username of changes.contacts as string[]) {
+        const user = await findUser(trx, username);
+        if (user?.role !== "org_admin" || user.disabled) {
+          throw errors.invalidParameter(
+            "contacts",
+            `entry '${username}' is not an administrator of the organization`,
+          );
+        }
+      }
+    }
+  }
+}
+
+/**
+ * The `portals/self` resource (`wire.md` §3). Anonymous callers of a private organization see only
+ * what a sign-in page needs; the third-party basemap key is shown to anonymous callers only when
+ * `canShareVendorPublic` says so.
+ */
+export function portalView(
+  org: Organization,
+  opts: { signedIn: boolean; portalHostname: string; user?: unknown },
+): Record<string, unknown> {
+  const { settings } = org;
+  const visible: SettingName[] =
+    opts.signedIn || settings.access === "public" ? SETTING_NAMES : [...PUBLIC_SETTING_NAMES];
+  const shown: Record<string, unknown> = {};
+  for (const name of visible) shown[name] = settings[name];
+  if (!opts.signedIn && !settings.canShareVendorPublic) delete shown.vendorKey;
+  return {
+    id: org.id,
+    isPortal: true,
+    portalMode: "singletenant",
+    portalName: settings.name,
+    ...shown,
+    portalHostname: opts.portalHostname,
+    currentVersion: REST_VERSION,
+    enterpriseVersion: ENTERPRISE_VERSION,
+    supportsOAuth: false,
+    helperServices: opts.signedIn || settings.access === "public" ? helperServices(settings) : {},
+    created: org.created,
+    modified: org.modified,
+    ...(opts.user !== undefined ? { user: opts.user } : {}),
+  };
+}

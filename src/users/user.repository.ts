@@ -1,0 +1,93 @@
+import type { Insertable, Selectable, Updateable } from "kysely";
+import type { Queryable } from "../db/database.js";
+import type { UserTable } from "../db/schema.js";
+
+export type UserRow = Selectable<UserTable>;
+
+export function findUser(q: Queryable, username: string): Promise<UserRow | undefined> {
+  return q
+    .selectFrom("users")
+    .selectAll()
+    .where("username_key", "=", username.toLowerCase())
+    .executeTakeFirst();
+}
+
+export async function insertUser(q: Queryable, row: Insertable<UserTable>): Promise<void> {
+  await q.insertInto("users").values(row).execute();
+}
+
+export async function updateUser(q: Queryable, id: string, patch: Updateable<UserTable>): Promise<void> {
+  await q.updateTable("users").set(patch).where("id", "=", id).execute();
+}
+
+export async function deleteUser(q: Queryable, id: string): Promise<void> {
+  await q.deleteFrom("users").where("id", "=", id).execute();
+}
+
+/** Enabled users holding the default administrator role (not a custom role derived from it). */
+export async function countFullAdministrators(q: Queryable): Promise<number> {
+  const row = await q
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("role", "=", "org_admin")
+    .where("role_id", "is", null)
+    .where("disabled", "=", 0)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function countAdministrators(q: Queryable): Promise<number> {
+  const row = await q
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("role", "=", "org_admin")
+    .where("role_id", "is", null)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+export async function countUsersWithRole(q: Queryable, roleId: string): Promise<number> {
+  const row = await q
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("role_id", "=", roleId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Re-derives `role` of every user holding a custom role whose privileges changed. */
+export async function setBaseRoleForRoleHolders(q: Queryable, roleId: string, role: string, now: number) {
+  await q.updateTable("users").set({ role, modified: now }).where("role_id", "=", roleId).execute();
+}
+
+export const USER_SORT_FIELDS = {
+  username: "username_key",
+  fullname: "full_name",
+  created: "created",
+  lastlogin: "last_login",
+  role: "role",
+} as const;
+
+export async function listUsers(
+  q: Queryable,
+  page: {
+    offset: number;
+    limit: number;
+    sortField: keyof typeof USER_SORT_FIELDS;
+    sortOrder: "asc" | "desc";
+  },
+): Promise<{ total: number; rows: UserRow[] }> {
+  const totalRow = await q
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .executeTakeFirstOrThrow();
+  const rows = await q
+    .selectFrom("users")
+    .selectAll()
+    .orderBy(USER_SORT_FIELDS[page.sortField], page.sortOrder)
+    .orderBy("id", page.sortOrder)
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return { total: Number(totalRow.n), rows };
+}

@@ -1,0 +1,381 @@
+import type { Transaction } from "kysely";
+import { actorOf, type Caller, hasPrivilege, requirePrivilege } from "../auth/caller.js";
+import { hashPassword, verifyPassword } from "../auth/password.js";
+import { deleteTokensOfUser } from "../auth/token.repository.js";
+import { type Db, isUniqueViolation } from "../db/database.js";
+import type { Database } from "../db/schema.js";
+import { errors } from "../errors.js";
+import { recordEvent } from "../events/outbox.js";
+import { newId } from "../ids.js";
+import { lockOrganization } from "../portal/org.repository.js";
+import type { PortalService } from "../portal/portal.service.js";
+import { BUILT_IN_PRIVILEGES, type BuiltInRole, baseRoleOf, isBuiltInRole } from "../roles/privileges.js";
+import { findRole } from "../roles/role.repository.js";
+import {
+  countFullAdministrators,
+  deleteUser,
+  findUser,
+  insertUser,
+  listUsers,
+  type USER_SORT_FIELDS,
+  type UserRow,
+  updateUser,
+} from "./user.repository.js";
+
+export interface NewUser {
+  username: string;
+  password: string;
+  firstName: string;
+  lastName: string;
+  fullName?: string | undefined;
+  email: string;
+  role?: string | undefined;
+  description?: string | undefined;
+  userLicenseTypeId?: string | undefined;
+}
+
+export interface ProfileChanges {
+  firstName?: string | undefined;
+  lastName?: string | undefined;
+  fullName?: string | undefined;
+  description?: string | undefined;
+  email?: string | undefined;
+  access?: string | undefined;
+  tags?: string[] | undefined;
+  culture?: string | undefined;
+  region?: string | undefined;
+  units?: string | undefined;
+  password?: string | undefined;
+  oldPassword?: string | undefined;
+}
+
+export interface UserPage {
+  start: number;
+  num: number;
+  sortField: keyof typeof USER_SORT_FIELDS;
+  sortOrder: "asc" | "desc";
+}
+
+/** Which fields of a user a caller may see. */
+type UserView = "full" | "member" | "public";
+
+type Trx = Transaction<Database>;
+
+/** Members of the organization: accounts, profiles, roles, and their events. */
+export class UserService {
+  constructor(
+    private readonly db: Db,
+    private readonly portal: PortalService,
+  ) {}
+
+  /** Creates an account. `caller` null is the system itself (the first administrator). */
+  async create(caller: Caller | null, input: NewUser, opts: { system?: boolean } = {}): Promise<UserRow> {
+    if (!opts.system) requirePrivilege(caller, "portal:admin:inviteUsers");
+    const passwordHash = await hashPassword(input.password);
+    const now = Date.now();
+    try {
+      return await this.db.transaction(async (trx) => {
+        const { role, roleId } = await resolveRole(trx, input.role ?? "org_user", "role");
+        const row: UserRow = {
+          id: newId(),
+          username: input.username,
+          username_key: input.username.toLowerCase(),
+          full_name: input.fullName ?? `${input.firstName} ${input.lastName}`.trim(),
+          first_name: input.firstName,
+          last_name: input.lastName,
+          email: input.email,
+          description: input.description ?? "",
+          password_hash: passwordHash,
+          role,
+          role_id: roleId,
+          disabled: 0,
+          provider: "arcgis",
+          user_type: input.userLicenseTypeId ?? "creatorUT",
+          access: "org",
+          culture: null,
+          region: null,
+          units: null,
+          tags: "[]",
+          created: now,
+          modified: now,
+          last_login: -1,
+        };
+        await insertUser(trx, row);
+        await recordEvent(
+          trx,
+          { source: "user", operation: "add", objectId: row.username, actor: actorOf(caller) },
+          now,
+        );
+        return row;
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) throw errors.usernameTaken(input.username);
+      throw err;
+    }
+  }
+
+  async get(caller: Caller | null, username: string): Promise<Record<string, unknown>> {
+    const row = await findUser(this.db.kysely, username);
+    const org = await this.portal.get();
+    if (!row) throw errors.userNotFound(username);
+    const view = viewOf(caller, row, org.settings.access === "public");
+    if (view === null) throw errors.userNotFound(username);
+    return userJson(row, org.id, view, await this.customPrivileges([row]));
+  }
+
+  /** The signed-in user's own resource (`community/self`). */
+  async self(caller: Caller): Promise<Record<string, unknown>> {
+    const row = await findUser(this.db.kysely, caller.username);
+    if (!row) throw errors.invalidToken();
+    const org = await this.portal.get();
+    return userJson(row, org.id, "full", await this.customPrivileges([row]));
+  }
+
+  async list(caller: Caller | null, page: UserPage) {
+    requirePrivilege(caller, "portal:admin:viewUsers");
+    const org = await this.portal.get();
+    const { total, rows } = await listUsers(this.db.kysely, {
+      offset: page.start - 1,
+      limit: page.num,
+      sortField: page.sortField,
+      sortOrder: page.sortOrder,
+    });
+    const customs = await this.customPrivileges(rows);
+    const next = page.start + rows.length;
+    return {
+      total,
+      start: page.start,
+      num: page.num,
+      nextStart: next > total || rows.length === 0 ? -1 : next,
+      users: rows.map((r) => userJson(r, org.id, "full", customs)),
+    };
+  }
+
+  async update(caller: Caller | null, username: string, changes: ProfileChanges): Promise<void> {
+    if (caller === null) throw errors.tokenRequired();
+    const isSelf = caller.username.toLowerCase() === username.toLowerCase();
+    if (!isSelf) requirePrivilege(caller, "portal:admin:updateUsers");
+    const profileFields = (["firstName", "lastName", "fullName", "description", "tags"] as const).filter(
+      (f) => changes[f] !== undefined,
+    );
+    if (isSelf && profileFields.length > 0 && !hasPrivilege(caller, "portal:admin:updateUsers")) {
+      const org = await this.portal.get();
+      if (org.settings.updateUserProfileDisabled === true) {
+        throw errors.forbidden(
+          "The organization does not let members edit their profile (updateUserProfileDisabled is true).",
+        );
+      }
+    }
+    const target = await findUser(this.db.kysely, username);
+    if (!target) throw errors.userNotFound(username);
+    let passwordHash: string | undefined;
+    if (changes.password !== undefined) {
+      // Members changing their own password must prove they know the current one; an
+      // administrator resetting someone else's does not.
+      if (isSelf) {
+        if (changes.oldPassword === undefined) throw errors.missingParameter("oldPassword");
+        if (!(await verifyPassword(changes.oldPassword, target.password_hash))) {
+          throw errors.invalidParameter("oldPassword", "does not match the current password");
+        }
+      }
+      passwordHash = await hashPassword(changes.password);
+    }
+    const now = Date.now();
+    await this.db.transaction(async (trx) => {
+      const row = await findUser(trx, username);
+      if (!row) throw errors.userNotFound(username);
+      await updateUser(trx, row.id, {
+        ...(changes.firstName !== undefined ? { first_name: changes.firstName } : {}),
+        ...(changes.lastName !== undefined ? { last_name: changes.lastName } : {}),
+        ...(changes.fullName !== undefined ? { full_name: changes.fullName } : {}),
+        ...(changes.description !== undefined ? { description: changes.description } : {}),
+        ...(changes.email !== undefined ? { email: changes.email } : {}),
+        ...(changes.access !== undefined ? { access: changes.access } : {}),
+        ...(changes.tags !== undefined ? { tags: JSON.stringify(changes.tags) } : {}),
+        ...(changes.culture !== undefined ? { culture: changes.culture } : {}),
+        ...(changes.region !== undefined ? { region: changes.region } : {}),
+        ...(changes.units !== undefined ? { units: changes.units } : {}),
+        ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
+        modified: now,
+      });
+      // A new password ends every session of the account, including the one that changed it.
+      if (passwordHash !== undefined) await deleteTokensOfUser(trx, row.id);
+      await recordEvent(
+        trx,
+        { source: "user", operation: "update", objectId: row.username, actor: actorOf(caller) },
+        now,
+      );
+    });
+  }
+
+  async delete(caller: Caller | null, username: string): Promise<void> {
+    requirePrivilege(caller, "portal:admin:deleteUsers");
+    if (caller.username.toLowerCase() === username.toLowerCase()) {
+      throw errors.conflict("You cannot delete your own account.", "Ask another administrator.");
+    }
+    await this.db.transaction(async (trx) => {
+      await lockOrganization(trx, this.db.engine);
+      const row = await findUser(trx, username);
+      if (!row) throw errors.userNotFound(username);
+      await deleteUser(trx, row.id);
+      await this.ensureAnAdministratorRemains(trx, "delete the last administrator");
+      await recordEvent(trx, {
+        source: "user",
+        operation: "delete",
+        objectId: row.username,
+        actor: actorOf(caller),
+      });
+    });
+  }
+
+  async setDisabled(caller: Caller | null, username: string, disabled: boolean): Promise<void> {
+    requirePrivilege(caller, "portal:admin:disableUsers");
+    if (disabled && caller.username.toLowerCase() === username.toLowerCase()) {
+      throw errors.conflict("You cannot disable your own account.", "Ask another administrator.");
+    }
+    await this.db.transaction(async (trx) => {
+      await lockOrganization(trx, this.db.engine);
+      const row = await findUser(trx, username);
+      if (!row) throw errors.userNotFound(username);
+      if (Boolean(row.disabled) === disabled) return;
+      const now = Date.now();
+      await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
+      if (disabled) {
+        await deleteTokensOfUser(trx, row.id);
+        await this.ensureAnAdministratorRemains(trx, "disable the last administrator");
+      }
+      await recordEvent(
+        trx,
+        {
+          source: "user",
+          operation: disabled ? "disable" : "enable",
+          objectId: row.username,
+          actor: actorOf(caller),
+        },
+        now,
+      );
+    });
+  }
+
+  /** `updateUserRole` (`interface.md` §4.8): a built-in role name or a custom role id. */
+  async updateRole(caller: Caller | null, username: string, role: string): Promise<void> {
+    requirePrivilege(caller, "portal:admin:changeUserRoles");
+    await this.db.transaction(async (trx) => {
+      await lockOrganization(trx, this.db.engine);
+      const row = await findUser(trx, username);
+      if (!row) throw errors.userNotFound(username);
+      const resolved = await resolveRole(trx, role, "role");
+      if (resolved.role === row.role && resolved.roleId === row.role_id) return;
+      const now = Date.now();
+      await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
+      await this.ensureAnAdministratorRemains(trx, "change the role of the last administrator");
+      await recordEvent(
+        trx,
+        {
+          source: "user",
+          operation: "updateUserRole",
+          objectId: row.username,
+          actor: actorOf(caller),
+          properties: { userRoleUpdatedTo: [resolved.roleId ?? resolved.role] },
+        },
+        now,
+      );
+    });
+  }
+
+  /** True when at least one administrator account exists (enabled or not). */
+  async hasAdministrator(): Promise<boolean> {
+    const row = await this.db.kysely
+      .selectFrom("users")
+      .select("id")
+      .where("role", "=", "org_admin")
+      .where("role_id", "is", null)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Privileges of the custom roles the given users hold, by role id. */
+  private async customPrivileges(rows: UserRow[]): Promise<Map<string, string[]>> {
+    const ids = [...new Set(rows.map((r) => r.role_id).filter((id): id is string => id !== null))];
+    const out = new Map<string, string[]>();
+    for (const id of ids) {
+      const role = await findRole(this.db.kysely, id);
+      if (role) out.set(id, JSON.parse(role.privileges) as string[]);
+    }
+    return out;
+  }
+
+  private async ensureAnAdministratorRemains(trx: Trx, action: string): Promise<void> {
+    if ((await countFullAdministrators(trx)) === 0) throw errors.lastAdministrator(action);
+  }
+}
+
+/** Resolves a role parameter: a built-in role name or the id of a custom role. */
+async function resolveRole(
+  trx: Trx,
+  value: string,
+  param: string,
+): Promise<{ role: BuiltInRole; roleId: string | null }> {
+  if (isBuiltInRole(value)) return { role: value, roleId: null };
+  const custom = await findRole(trx, value);
+  if (!custom) {
+    throw errors.invalidParameter(
+      param,
+      `must be org_admin, org_publisher, org_user or the id of a custom role; '${value}' is none of these`,
+    );
+  }
+  return { role: baseRoleOf(JSON.parse(custom.privileges) as string[]), roleId: custom.id };
+}
+
+function viewOf(caller: Caller | null, row: UserRow, orgIsPublic: boolean): UserView | null {
+  if (caller && (caller.userId === row.id || hasPrivilege(caller, "portal:admin:viewUsers"))) return "full";
+  if (caller) return row.access === "private" ? null : "member";
+  return orgIsPublic && row.access === "public" ? "public" : null;
+}
+
+/** The ArcGIS user resource (`wire.md` §4), trimmed to what the viewer may see. */
+export function userJson(
+  row: UserRow,
+  orgId: string,
+  view: UserView,
+  customPrivileges: ReadonlyMap<string, string[]>,
+): Record<string, unknown> {
+  const base: Record<string, unknown> = {
+    username: row.username,
+    id: row.id,
+    fullName: row.full_name,
+    firstName: row.first_name,
+    lastName: row.last_name,
+    description: row.description,
+    tags: JSON.parse(row.tags) as string[],
+    culture: row.culture,
+    region: row.region,
+    units: row.units,
+    thumbnail: null,
+    access: row.access,
+    orgId,
+    created: row.created,
+    modified: row.modified,
+    provider: row.provider,
+  };
+  if (view !== "full") return base;
+  const privileges: readonly string[] =
+    row.role_id !== null
+      ? (customPrivileges.get(row.role_id) ?? [])
+      : BUILT_IN_PRIVILEGES[isBuiltInRole(row.role) ? row.role : "org_user"];
+  return {
+    ...base,
+    email: row.email,
+    role: row.role,
+    ...(row.role_id !== null ? { roleId: row.role_id } : {}),
+    privileges: [...privileges],
+    userLicenseTypeId: row.user_type,
+    userType: "arcgisonly",
+    level: "2",
+    disabled: row.disabled === 1,
+    lastLogin: row.last_login,
+    mfaEnabled: false,
+    groups: [],
+  };
+}

@@ -1,0 +1,245 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
+import { errors, PorticoError } from "../errors.js";
+
+/**
+ * Declarative parameter specifications. ArcGIS requests carry every value as a string (form or
+ * query); a spec turns that string into a typed value and checks it, naming the parameter in any
+ * error. Routes declare their parameters with these specs, and so does the organization settings
+ * table, so there is one place where "what a valid value is" lives.
+ */
+export interface ParamSpec<T = unknown, Required extends boolean = boolean> {
+  readonly kind: "string" | "boolean" | "integer" | "number" | "json" | "list";
+  readonly required: Required;
+  /** Converts the raw, non-empty string; returns the reason (e.g. "must be an integer") on failure. */
+  readonly parse: (raw: string) => { ok: true; value: T } | { ok: false; reason: string };
+}
+
+type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
+const ok = <T>(value: T): Parsed<T> => ({ ok: true, value });
+const fail = (reason: string): Parsed<never> => ({ ok: false, reason });
+
+interface Common<R extends boolean> {
+  required?: R;
+}
+
+interface StringOptions<R extends boolean> extends Common<R> {
+  maxLength?: number;
+  minLength?: number;
+  pattern?: RegExp;
+  /** Said in the error when `pattern` does not match, e.g. "must be a language code such as en or pt-BR". */
+  patternReason?: string;
+  enum?: readonly string[];
+  /** Compare `enum` case-insensitively and return the canonical spelling. */
+  caseInsensitive?: boolean;
+  check?: (value: string) => string | undefined;
+}
+
+function string<const R extends boolean = false>(options: StringOptions<R> = {}): ParamSpec<string, R> {
+  return {
+    kind: "string",
+    required: (options.required ?? false) as R,
+    parse(raw) {
+      const length = [...raw].length;
+      if (options.maxLength !== undefined && length > options.maxLength) {
+        return fail(`must be at most ${options.maxLength} characters (got ${length})`);
+      }
+      if (options.minLength !== undefined && length < options.minLength) {
+        return fail(`must be at least ${options.minLength} characters`);
+      }
+      let value = raw;
+      if (options.enum) {
+        const found = options.caseInsensitive
+          ? options.enum.find((e) => e.toLowerCase() === raw.toLowerCase())
+          : options.enum.find((e) => e === raw);
+        if (found === undefined) return fail(`must be one of ${options.enum.join(", ")}`);
+        value = found;
+      }
+      if (options.pattern && !options.pattern.test(value)) {
+        return fail(options.patternReason ?? `must match ${options.pattern}`);
+      }
+      const reason = options.check?.(value);
+      return reason ? fail(reason) : ok(value);
+    },
+  };
+}
+
+function boolean<const R extends boolean = false>(options: Common<R> = {}): ParamSpec<boolean, R> {
+  return {
+    kind: "boolean",
+    required: (options.required ?? false) as R,
+    parse(raw) {
+      const v = raw.toLowerCase();
+      if (v === "true") return ok(true);
+      if (v === "false") return ok(false);
+      return fail("must be true or false");
+    },
+  };
+}
+
+interface NumberOptions<R extends boolean> extends Common<R> {
+  min?: number;
+  max?: number;
+  /** Values allowed outside [min, max], such as -1 meaning "no limit". */
+  also?: readonly number[];
+}
+
+function integer<const R extends boolean = false>(options: NumberOptions<R> = {}): ParamSpec<number, R> {
+  return {
+    kind: "integer",
+    required: (options.required ?? false) as R,
+    parse(raw) {
+      if (!/^\s*-?\d+\s*$/.test(raw)) return fail("must be an integer");
+      const value = Number(raw);
+      if (!Number.isSafeInteger(value)) return fail("is out of range");
+      return inRange(value, options);
+    },
+  };
+}
+
+function number<const R extends boolean = false>(options: NumberOptions<R> = {}): ParamSpec<number, R> {
+  return {
+    kind: "number",
+    required: (options.required ?? false) as R,
+    parse(raw) {
+      const value = Number(raw);
+      if (raw.trim() === "" || !Number.isFinite(value)) return fail("must be a number");
+      return inRange(value, options);
+    },
+  };
+}
+
+function inRange(value: number, options: NumberOptions<boolean>): Parsed<number> {
+  if (options.also?.includes(value)) return ok(value);
+  const { min, max } = options;
+  if ((min !== undefined && value < min) || (max !== undefined && value > max)) {
+    const extra = options.also?.length ? ` (or ${options.also.join(", ")})` : "";
+    if (min !== undefined && max !== undefined) return fail(`must be between ${min} and ${max}${extra}`);
+    if (min !== undefined) return fail(`must be at least ${min}${extra}`);
+    return fail(`must be at most ${max}${extra}`);
+  }
+  return ok(value);
+}
+
+interface ListOptions<R extends boolean> extends Common<R> {
+  maxItems?: number;
+  item?: StringOptions<false>;
+}
+
+/** A comma-separated list such as `tags=a,b,c` (blank entries are dropped). */
+function list<const R extends boolean = false>(options: ListOptions<R> = {}): ParamSpec<string[], R> {
+  const item = string(options.item ?? {});
+  return {
+    kind: "list",
+    required: (options.required ?? false) as R,
+    parse(raw) {
+      const items = raw
+        .split(",")
+        .map((s) => s.trim())
+        .filter((s) => s !== "");
+      if (options.maxItems !== undefined && items.length > options.maxItems) {
+        return fail(`must have at most ${options.maxItems} entries (got ${items.length})`);
+      }
+      for (const entry of items) {
+        const r = item.parse(entry);
+        if (!r.ok) return fail(`entry '${entry}' ${r.reason}`);
+      }
+      return ok(items);
+    },
+  };
+}
+
+const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+
+/** A JSON schema, kept as plain data. */
+export type JsonSchema = Record<string, unknown>;
+
+interface JsonOptions<R extends boolean> extends Common<R> {
+  /** Cross-checks the schema cannot express; returns the reason on failure. */
+  check?: (value: unknown) => string | undefined;
+}
+
+/** A parameter sent as JSON text (objects and arrays, `interface.md` §4.0.2), checked by `schema`. */
+function json<T = unknown, const R extends boolean = false>(
+  schema: JsonSchema,
+  options: JsonOptions<R> = {},
+): ParamSpec<T, R> {
+  const validate: ValidateFunction = ajv.compile(schema);
+  return {
+    kind: "json",
+    required: (options.required ?? false) as R,
+    parse(raw) {
+      let value: unknown;
+      try {
+        value = JSON.parse(raw);
+      } catch (err) {
+        return fail(`is not valid JSON (${(err as Error).message})`);
+      }
+      if (!validate(value)) return fail(describeSchemaError(validate.errors?.[0]));
+      const reason = options.check?.(value);
+      return reason ? fail(reason) : ok(value as T);
+    },
+  };
+}
+
+function describeSchemaError(error: ErrorObject | undefined): string {
+  if (!error) return "does not have the expected shape";
+  const where = error.instancePath ? ` at ${error.instancePath.slice(1).replaceAll("/", ".")}` : "";
+  switch (error.keyword) {
+    case "required":
+      return `is missing property '${(error.params as { missingProperty: string }).missingProperty}'${where}`;
+    case "additionalProperties":
+      return `has unknown property '${(error.params as { additionalProperty: string }).additionalProperty}'${where}`;
+    default:
+      return `${error.message ?? "is invalid"}${where}`;
+  }
+}
+
+export const p = { string, boolean, integer, number, list, json };
+
+export type ParamSpecs = Record<string, ParamSpec<unknown, boolean>>;
+
+/** The typed values a set of specs produces: required ones are always present. */
+export type ParamValues<S extends ParamSpecs> = {
+  [K in keyof S]: S[K] extends ParamSpec<infer T, infer R> ? (R extends true ? T : T | undefined) : never;
+};
+
+export interface ParsedParams<S extends ParamSpecs> {
+  values: ParamValues<S>;
+  /** Parameters that were sent with an empty value (what `clearEmptyFields` acts on). */
+  empty: Set<keyof S & string>;
+}
+
+/**
+ * Parses `raw` (merged query and form parameters) against `specs`. Unknown parameters are ignored,
+ * as ArcGIS does. Every invalid parameter is reported: the message names the first, `details`
+ * lists them all, so a client fixes a request in one round.
+ */
+export function parseParams<S extends ParamSpecs>(
+  specs: S,
+  raw: Readonly<Record<string, string | undefined>>,
+): ParsedParams<S> {
+  const values: Record<string, unknown> = {};
+  const empty = new Set<string>();
+  const problems: PorticoError[] = [];
+  for (const [name, spec] of Object.entries(specs)) {
+    const given = raw[name];
+    if (given === undefined || given === "") {
+      if (given === "") empty.add(name);
+      if (spec.required) problems.push(errors.missingParameter(name));
+      continue;
+    }
+    const parsed = spec.parse(given);
+    if (parsed.ok) values[name] = parsed.value;
+    else problems.push(errors.invalidParameter(name, parsed.reason));
+  }
+  if (problems.length > 0) {
+    const first = problems[0] as PorticoError;
+    throw new PorticoError(
+      first.code,
+      first.message,
+      first.messageCode,
+      problems.flatMap((e) => e.details),
+    );
+  }
+  return { values: values as ParamValues<S>, empty: empty as Set<keyof S & string> };
+}

@@ -1,0 +1,23 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * The whole suite runs once per database engine: SQLite always, PostgreSQL when
+ * PORTICO_TEST_DATABASE_URL is set (`.ci/run` sets it). Each test file gets its own SQLite file or
+ * PostgreSQL schema, so files run in parallel without sharing state.
+ */
+const engines = ["sqlite", ...(process.env.PORTICO_TEST_DATABASE_URL ? ["postgres"] : [])];
+
+export default defineConfig({
+  test: {
+    projects: engines.map((engine) => ({
+      test: {
+        name: engine,
+        include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+        env: { PORTICO_TEST_ENGINE: engine },
+        testTimeout: 30_000,
+        hookTimeout: 30_000,
+        pool: "forks",
+      },
+    })),
+  },
+});
