@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN, json, outbox, type TestPortal, startTestPortal } from "./helpers/portico.js";
+import { hashToken } from "../src/auth/auth.service.js";
+import { ADMIN, json, outbox, startTestPortal, type TestPortal } from "./helpers/portico.js";
 
 describe("sign-in and tokens", () => {
   let portal: TestPortal;
@@ -12,13 +13,21 @@ describe("sign-in and tokens", () => {
 
   it("answers info with the token service URL", async () => {
     const info = await portal.get("/info");
-    expect(info.authInfo).toEqual({ tokenServicesUrl: `${portal.api}/generateToken`, isTokenBasedSecurity: true });
+    expect(info.authInfo).toEqual({
+      tokenServicesUrl: `${portal.api}/generateToken`,
+      isTokenBasedSecurity: true,
+    });
     expect(info.owningSystemUrl).toBe(portal.api.replace(/\/sharing\/rest$/, ""));
   });
 
   it("issues a token with the requested expiration", async () => {
     const before = Date.now();
-    const r = await portal.post("/generateToken", { ...ADMIN, client: "referer", referer: "x", expiration: 30 });
+    const r = await portal.post("/generateToken", {
+      ...ADMIN,
+      client: "referer",
+      referer: "x",
+      expiration: 30,
+    });
     expect(typeof r.token).toBe("string");
     expect(r.ssl).toBe(false);
     expect(r.expires).toBeGreaterThanOrEqual(before + 30 * 60_000);
@@ -51,7 +60,9 @@ describe("sign-in and tokens", () => {
     const byEsri = await json(
       await fetch(url, { headers: { "X-Esri-Authorization": `Bearer ${portal.adminToken}` } }),
     );
-    const byAuth = await json(await fetch(url, { headers: { Authorization: `Bearer ${portal.adminToken}` } }));
+    const byAuth = await json(
+      await fetch(url, { headers: { Authorization: `Bearer ${portal.adminToken}` } }),
+    );
     for (const r of [byParam, byEsri, byAuth]) expect(r.username).toBe(ADMIN.username);
   });
 
@@ -61,6 +72,17 @@ describe("sign-in and tokens", () => {
     expect((await json(res)).error).toMatchObject({ code: 499, message: "Token Required." });
     const bad = await portal.get("/community/self", {}, "not-a-token");
     expect(bad.error).toMatchObject({ code: 498, message: "Invalid token." });
+  });
+
+  it("answers 498 for an expired token", async () => {
+    const token = await portal.signIn(ADMIN.username, ADMIN.password);
+    // Age the token in the database rather than waiting for it to run out.
+    await portal.portico.db.kysely
+      .updateTable("tokens")
+      .set({ expires: Date.now() - 1 })
+      .where("token_hash", "=", hashToken(token))
+      .execute();
+    expect((await portal.get("/community/self", {}, token)).error).toMatchObject({ code: 498 });
   });
 
   it("records signin and signout events and ends a revoked token", async () => {

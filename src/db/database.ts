@@ -12,6 +12,8 @@ export type Queryable = Kysely<Database> | Transaction<Database>;
 
 export interface Db {
   engine: Engine;
+  /** The PostgreSQL schema portico's tables live in; undefined on SQLite. */
+  schema: string | undefined;
   kysely: Kysely<Database>;
   /** Runs `work` in one transaction: a change and the events it causes commit together. */
   transaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
@@ -44,6 +46,7 @@ function openSqlite(dataDir: string): Db {
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
   return {
     engine: "sqlite",
+    schema: undefined,
     kysely,
     // Kysely serialises every query on the single SQLite connection, so a transaction here holds
     // that connection until it ends: keep slow work (password hashing, network calls) outside.
@@ -76,8 +79,17 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  let current: string;
+  try {
+    const { rows } = await pool.query<{ schema: string | null }>("SELECT current_schema() AS schema");
+    current = rows[0]?.schema ?? "public";
+  } catch (err) {
+    await pool.end();
+    throw err;
+  }
   return {
     engine: "postgres",
+    schema: current,
     kysely,
     transaction: (work) => kysely.transaction().execute(work),
     close: () => kysely.destroy(),

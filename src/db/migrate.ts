@@ -25,7 +25,13 @@ function provider(engine: Engine): MigrationProvider {
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({ db: db.kysely, provider: provider(db.engine) });
+  const migrator = new Migrator({
+    db: db.kysely,
+    provider: provider(db.engine),
+    // Kysely looks for its bookkeeping tables in every schema unless told which one; another
+    // application (or test run) in the same database would otherwise make it skip creating ours.
+    ...(db.schema ? { migrationTableSchema: db.schema } : {}),
+  });
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);

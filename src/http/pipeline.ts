@@ -28,6 +28,11 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
   auth: "none" | "optional" | "required";
   /** Privilege every caller needs; services check finer rules (self or administrator, ...). */
   privilege?: Privilege;
+  /**
+   * A privilege check that depends on which parameters were sent; runs before validation, so a
+   * caller without the privilege learns nothing from validation errors.
+   */
+  authorize?: (caller: Caller | null, raw: Readonly<Record<string, string>>) => void;
   params: S;
   handler: (ctx: HandlerContext<S>) => Promise<unknown>;
 }
@@ -128,6 +133,7 @@ export function registerRoutes(
         if (token !== undefined) caller = await options.services.auth.authenticate(token);
         else if (route.auth === "required") throw errors.tokenRequired();
         if (route.privilege) requirePrivilege(caller, route.privilege);
+        route.authorize?.(caller, raw);
         const { values, empty } = parseParams(route.params, raw);
         const result = await route.handler({
           params: values,

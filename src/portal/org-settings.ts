@@ -334,8 +334,17 @@ export const GROUP_PRIVILEGE = {
   utilityServices: "portal:admin:manageUtilityServices",
 } as const satisfies Record<SettingGroup, string>;
 
-export function settingGroup(name: SettingName): SettingGroup {
-  return (ORG_SETTINGS[name] as SettingDef).group;
+/**
+ * The privileges an update of these settings needs: that of every group touched. An update that
+ * touches nothing still needs the website privilege, so it cannot be used to probe for free.
+ */
+export function privilegesFor(names: readonly SettingName[]): (typeof GROUP_PRIVILEGE)[SettingGroup][] {
+  if (names.length === 0) return [GROUP_PRIVILEGE.website];
+  return [...new Set(names.map((name) => GROUP_PRIVILEGE[(ORG_SETTINGS[name] as SettingDef).group]))];
+}
+
+export function isSettingName(name: string): name is SettingName {
+  return Object.hasOwn(ORG_SETTINGS, name);
 }
 
 export function defaultSettings(): OrgSettings {

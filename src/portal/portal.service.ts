@@ -14,13 +14,12 @@ import {
 import {
   DEFAULT_MAX_TOKEN_MINUTES,
   defaultSettings,
-  GROUP_PRIVILEGE,
   helperServices,
   type OrgSettings,
   PUBLIC_SETTING_NAMES,
+  privilegesFor,
   SETTING_NAMES,
   type SettingName,
-  settingGroup,
 } from "./org-settings.js";
 
 export interface Organization {
@@ -81,10 +80,8 @@ export class PortalService {
   async update(caller: Caller | null, update: SettingsUpdate): Promise<{ orgId: string }> {
     const cleared = update.clearEmptyFields ? update.empty : [];
     const touched = [...(Object.keys(update.changes) as SettingName[]), ...cleared];
-    // Each group of settings has its own administrative privilege (ArcGIS custom admin roles);
-    // an update that touches nothing still needs one, so it cannot probe for free.
-    const groups = touched.length > 0 ? new Set(touched.map(settingGroup)) : new Set(["website" as const]);
-    for (const group of groups) requirePrivilege(caller, GROUP_PRIVILEGE[group]);
+    // Each group of settings has its own administrative privilege (ArcGIS custom admin roles).
+    for (const privilege of privilegesFor(touched)) requirePrivilege(caller, privilege);
 
     return this.db.transaction(async (trx) => {
       await lockOrganization(trx, this.db.engine);

@@ -62,6 +62,8 @@ export interface TestPortalOptions {
   env?: Record<string, string>;
   /** Keep the store when stopping (to restart on the same data). */
   keepStore?: boolean;
+  /** Headers sent with every request of the helpers (e.g. `X-Forwarded-Proto` behind a trusted proxy). */
+  headers?: Record<string, string>;
 }
 
 export function testConfig(store: TestStore, env: Record<string, string> = {}): Config {
@@ -82,7 +84,10 @@ export function form(params: Record<string, unknown>): URLSearchParams {
   const body = new URLSearchParams();
   for (const [key, value] of Object.entries(params)) {
     if (value === undefined) continue;
-    body.append(key, typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value));
+    body.append(
+      key,
+      typeof value === "string" ? value : typeof value === "object" ? JSON.stringify(value) : String(value),
+    );
   }
   return body;
 }
@@ -90,16 +95,28 @@ export function form(params: Record<string, unknown>): URLSearchParams {
 export async function startTestPortal(options: TestPortalOptions = {}): Promise<TestPortal> {
   const store = options.store ?? newStore();
   const config = testConfig(store, options.env);
-  const portico = await startPortico({ config, schema: store.schema, logger: false, announce: () => {} });
+  let portico: Portico;
+  try {
+    portico = await startPortico({ config, schema: store.schema, logger: false, announce: () => {} });
+  } catch (err) {
+    // A half-migrated schema left behind would confuse later start-ups on the same database.
+    if (!options.store) await store.destroy();
+    throw err;
+  }
   const api = `${portico.address}${config.contextPath}/sharing/rest`;
 
-  const call = async (method: "GET" | "POST", p: string, params: Record<string, unknown> = {}, token?: string) => {
+  const call = async (
+    method: "GET" | "POST",
+    p: string,
+    params: Record<string, unknown> = {},
+    token?: string,
+  ) => {
     const all = { f: "json", ...params, ...(token ? { token } : {}) };
     const url = p.startsWith("http") ? p : `${api}${p}`;
     const res =
       method === "GET"
-        ? await fetch(`${url}?${form(all)}`)
-        : await fetch(url, { method: "POST", body: form(all) });
+        ? await fetch(`${url}?${form(all)}`, { headers: options.headers })
+        : await fetch(url, { method: "POST", body: form(all), headers: options.headers });
     if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${method} ${p}: ${await res.text()}`);
     return (await res.json()) as any;
   };

@@ -1,4 +1,11 @@
-import { ORG_SETTINGS, SETTING_NAMES, type SettingName } from "../../portal/org-settings.js";
+import { requirePrivilege } from "../../auth/caller.js";
+import {
+  isSettingName,
+  ORG_SETTINGS,
+  privilegesFor,
+  SETTING_NAMES,
+  type SettingName,
+} from "../../portal/org-settings.js";
 import { portalView } from "../../portal/portal.service.js";
 import { USER_SORT_FIELDS } from "../../users/user.repository.js";
 import { type ParamSpec, p } from "../../validation/params.js";
@@ -30,6 +37,13 @@ export const portalRoutes = [
     path: "/portals/:portalId/update",
     auth: "required",
     params: { ...settingSpecs, clearEmptyFields: p.boolean() },
+    authorize: (caller, raw) => {
+      const clearing = raw.clearEmptyFields?.toLowerCase() === "true";
+      const touched = Object.keys(raw).filter(
+        (name): name is SettingName => isSettingName(name) && (raw[name] !== "" || clearing),
+      );
+      for (const privilege of privilegesFor(touched)) requirePrivilege(caller, privilege);
+    },
     handler: async ({ params, empty, caller, services }) => {
       const changes: Record<string, unknown> = {};
       for (const name of SETTING_NAMES) if (params[name] !== undefined) changes[name] = params[name];

@@ -40,6 +40,8 @@ export const userRoutes = [
       firstName: personName(),
       lastName: personName(),
       fullname: p.string({ maxLength: 256 }),
+      // The REST docs spell it `fullname`; user objects passed through arcgis-rest-js say `fullName`.
+      fullName: p.string({ maxLength: 256 }),
       description: p.string({ maxLength: 32000 }),
       email: email(),
       access: p.string({ enum: ["private", "org", "public"] }),
@@ -57,7 +59,7 @@ export const userRoutes = [
       await services.users.update(caller, path.username as string, {
         firstName: params.firstName,
         lastName: params.lastName,
-        fullName: params.fullname,
+        fullName: params.fullname ?? params.fullName,
         description: params.description,
         email: params.email,
         access: params.access,

@@ -1,0 +1,75 @@
+import autocannon from "autocannon";
+
+export interface LoadCase {
+  name: string;
+  /** Target URL; for a GET case also the request sent. */
+  url: string;
+  /** Request generator for cases whose every request differs (autocannon `requests`). */
+  requests?: autocannon.Request[];
+  /**
+   * True for an answer the case expects. ArcGIS-style APIs report failures as HTTP 200 with an
+   * `error` object, so status codes alone would count a failing server as fast and healthy.
+   */
+  verify(body: string): boolean;
+}
+
+export interface LoadSettings {
+  connections: number;
+  durationS: number;
+  warmupS: number;
+}
+
+export interface LoadResult {
+  name: string;
+  /** Mean requests per second over the measured seconds. */
+  rps: number;
+  /** Latency percentiles in milliseconds. */
+  p50: number;
+  p99: number;
+  /** Answers received during the measurement. */
+  answers: number;
+  /** Connection errors and timeouts. */
+  errors: number;
+  non2xx: number;
+  /** Answers `verify` rejected. */
+  rejected: number;
+  /** The first few rejected bodies, to show why. */
+  samples: string[];
+}
+
+const SAMPLES_KEPT = 3;
+const SAMPLE_CHARS = 300;
+
+/** Runs an unmeasured warm-up, then the measured load; connections are fresh for each. */
+export async function runLoad(c: LoadCase, settings: LoadSettings): Promise<LoadResult> {
+  if (settings.warmupS > 0) await fire(c, settings.connections, settings.warmupS);
+  const { result, samples } = await fire(c, settings.connections, settings.durationS);
+  return {
+    name: c.name,
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    answers: result["1xx"] + result["2xx"] + result["3xx"] + result["4xx"] + result["5xx"],
+    errors: result.errors,
+    non2xx: result.non2xx,
+    rejected: result.mismatches,
+    samples,
+  };
+}
+
+async function fire(c: LoadCase, connections: number, seconds: number) {
+  const samples: string[] = [];
+  const result = await autocannon({
+    url: c.url,
+    connections,
+    duration: seconds,
+    ...(c.requests ? { requests: c.requests } : {}),
+    verifyBody: (body) => {
+      const text = String(body ?? "");
+      if (c.verify(text)) return true;
+      if (samples.length < SAMPLES_KEPT) samples.push(text.slice(0, SAMPLE_CHARS));
+      return false;
+    },
+  });
+  return { result, samples };
+}

@@ -1,0 +1,83 @@
+import { parseArgs } from "node:util";
+
+export interface BenchOptions {
+  /** Seconds of measured load per case. */
+  durationS: number;
+  /** Seconds of unmeasured load before each case, so both servers are measured with a warm JIT. */
+  warmupS: number;
+  connections: number;
+  /** Size of the user pool the write case rotates over. */
+  users: number;
+  /** How many times each start-up kind (first, second) is timed; the median is judged. */
+  starts: number;
+  /** PostgreSQL server to run the portico cases against as well, or undefined for SQLite only. */
+  databaseUrl: string | undefined;
+}
+
+/** Used by `--pg` alone; any database of the server works, it only hosts CREATE/DROP DATABASE. */
+const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
+
+export const USAGE = `usage: npm run bench -- [flags]
+
+  --duration N       seconds of measured load per case (default 5)
+  --warmup N         seconds of unmeasured load before each case (default 1)
+  --connections N    concurrent connections (default 32)
+  --users N          users the write case rotates over (default 64)
+  --starts N         timed start-ups of each kind (default 3)
+  --pg               also run against PostgreSQL (BENCH_DATABASE_URL, PORTICO_TEST_DATABASE_URL,
+                     or ${DEFAULT_DATABASE_URL})
+  --database-url URL PostgreSQL server to use (implies --pg)
+
+Setting BENCH_DATABASE_URL or PORTICO_TEST_DATABASE_URL also enables PostgreSQL.
+`;
+
+export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptions | "help" {
+  const { values } = parseArgs({
+    args: argv,
+    strict: true,
+    allowPositionals: false,
+    options: {
+      duration: { type: "string" },
+      warmup: { type: "string" },
+      connections: { type: "string" },
+      users: { type: "string" },
+      starts: { type: "string" },
+      pg: { type: "boolean" },
+      "database-url": { type: "string" },
+      help: { type: "boolean", short: "h" },
+    },
+  });
+  if (values.help) return "help";
+
+  const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
+  const databaseUrl =
+    values["database-url"] ?? (values.pg || fromEnv ? (fromEnv ?? DEFAULT_DATABASE_URL) : undefined);
+  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new Error(`--database-url must be a postgres:// URL, got ${databaseUrl}`);
+  }
+
+  return {
+    durationS: positive("duration", values.duration, 5),
+    warmupS: positive("warmup", values.warmup, 1, { allowZero: true }),
+    connections: positive("connections", values.connections, 32, { integer: true }),
+    users: positive("users", values.users, 64, { integer: true }),
+    starts: positive("starts", values.starts, 3, { integer: true }),
+    databaseUrl,
+  };
+}
+
+function positive(
+  name: string,
+  value: string | undefined,
+  fallback: number,
+  { integer = false, allowZero = false } = {},
+): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  const ok = Number.isFinite(n) && (allowZero ? n >= 0 : n > 0) && (!integer || Number.isInteger(n));
+  if (!ok)
+    throw new Error(
+      `--${name} must be a ${integer ? "whole " : ""}number ${allowZero ? ">=" : ">"} 0, got ${value}`,
+    );
+  return n;
+}

@@ -1,0 +1,473 @@
+/**
+ * `npm run bench`: how portico compares with a bare Node HTTP server on this machine, plus its
+ * start-up time and idle memory. Absolute figures depend on the machine and its neighbours, so
+ * throughput goals are ratios against a baseline measured in the same run; see USAGE for flags.
+ * Goals that are missed are reported, not failed: the exit code is non-zero only when the harness
+ * could not measure something.
+ */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { performance } from "node:perf_hooks";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { cleanupAll, onCleanup } from "./cleanup.js";
+import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
+import { type BenchOptions, parseOptions, USAGE } from "./options.js";
+import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
+import { cleanEnv, freePort, type ServerProcess, startServer } from "./processes.js";
+import { mb, median, ms, rate, ratio, table, verdict } from "./report.js";
+import { createStore, type Engine, type Store } from "./stores.js";
+
+const PORTICO_MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
+const BARE_SERVER = fileURLToPath(new URL("./bare-server.js", import.meta.url));
+
+const GOALS = {
+  /** Authenticated reads, as a fraction of the bare server's requests per second. */
+  readRatio: 0.5,
+  /** Durable writes (each commits and fsyncs a transaction), same measure. */
+  writeRatio: 0.1,
+  /** Spawn to first answer, judged on the median of the timed starts. */
+  startMs: 1500,
+  idleRssBytes: 150 * 1024 * 1024,
+};
+
+/** Load before the idle-memory reading, so it includes what serving requests allocates. */
+const MEMORY_WARMUP_S = 1;
+/** Pause after that load, so sockets close and the collector can run before RSS is read. */
+const IDLE_SETTLE_MS = 1500;
+/** Parallel createUser calls while seeding; each hashes a password on the libuv pool (4 threads). */
+const SEED_CONCURRENCY = 4;
+
+const READ_PATH = "/sharing/rest/portals/self";
+const WRITE_PATH = "/sharing/rest/portals/self/updateUserRole";
+
+interface StartupFigures {
+  engine: Engine;
+  /** Milliseconds to first answer on an empty store (migrations, first administrator). */
+  first: number[];
+  /** The same on the store the first start left behind. */
+  second: number[];
+}
+
+interface EngineFigures {
+  engine: Engine;
+  reads: LoadResult;
+  writes: LoadResult;
+  idleMemory: { rss: number; peak: number } | undefined;
+  afterLoadMemory: { rss: number; peak: number } | undefined;
+}
+
+/** A portal started on a fresh store, signed in, with its user pool created. */
+interface Session {
+  server: ServerProcess;
+  token: string;
+  users: string[];
+  /** The answer of the read case, which the baseline serves byte for byte. */
+  selfBody: string;
+  idleMemory: { rss: number; peak: number } | undefined;
+  close(): Promise<void>;
+}
+
+async function main(): Promise<number> {
+  let options: BenchOptions | "help";
+  try {
+    options = parseOptions(process.argv.slice(2), process.env);
+  } catch (err) {
+    process.stderr.write(`bench: ${(err as Error).message}\n\n${USAGE}`);
+    return 2;
+  }
+  if (options === "help") {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  if (!fs.existsSync(PORTICO_MAIN)) {
+    process.stderr.write(`bench: ${PORTICO_MAIN} is missing; run \`npm run build\` first\n`);
+    return 2;
+  }
+  process.once("SIGINT", () => {
+    process.stderr.write("\nbench: interrupted, cleaning up\n");
+    cleanupAll().finally(() => process.exit(130));
+  });
+
+  const engines: Engine[] = [
+    { name: "sqlite" },
+    ...(options.databaseUrl ? [{ name: "postgres" as const, databaseUrl: options.databaseUrl }] : []),
+  ];
+  const settings: LoadSettings = {
+    connections: options.connections,
+    durationS: options.durationS,
+    warmupS: options.warmupS,
+  };
+  printHeader(options, engines);
+  const failures: string[] = [];
+
+  section("Start-up: spawn of `portico serve` until the first answer of /sharing/rest/info");
+  const startups: StartupFigures[] = [];
+  for (const engine of engines) {
+    try {
+      startups.push(await timeStartups(engine, options.starts));
+    } catch (err) {
+      failures.push(`${engine.name} start-up: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+    }
+  }
+
+  section(
+    `Load: ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s each`,
+  );
+  const baselines: LoadResult[] = [];
+  let bare: ServerProcess | undefined;
+  const figures: EngineFigures[] = [];
+  for (const engine of engines) {
+    let session: Session | undefined;
+    try {
+      say(`  ${engine.name}: starting a portal and creating ${options.users} users`);
+      session = await openSession(engine, options, settings.connections);
+      if (!bare) {
+        // The baseline runs before the first portal case and again after the last; their mean is
+        // what ratios use, so a neighbour's burst in one of them weighs less.
+        bare = await startBare(session.selfBody);
+        baselines.push(await measure(baselineCase(bare), settings));
+      }
+      const reads = await measure(readCase(engine, session.server.url, session.token), settings);
+      const writes = await measure(
+        writeCase(engine, session.server.url, session.token, session.users),
+        settings,
+      );
+      figures.push({
+        engine,
+        reads,
+        writes,
+        idleMemory: session.idleMemory,
+        afterLoadMemory: session.server.memory(),
+      });
+      printServerOutput(session.server);
+    } catch (err) {
+      failures.push(`${engine.name} load: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+    } finally {
+      await session?.close();
+    }
+  }
+  if (bare) {
+    baselines.push(await measure(baselineCase(bare), settings));
+    await bare.stop();
+  }
+
+  printSummary(baselines, figures, startups);
+  if (failures.length) {
+    section("Not measured");
+    for (const failure of failures) say(`  ${failure}`);
+    return 1;
+  }
+  return 0;
+}
+
+function printHeader(options: BenchOptions, engines: Engine[]) {
+  const cpus = os.cpus();
+  say(`portico benchmark: node ${process.version}, ${cpus.length} x ${cpus[0]?.model ?? "unknown CPU"}`);
+  say(
+    `load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" ")} (other load skews every figure)`,
+  );
+  say(
+    `engines: ${engines.map((e) => (e.databaseUrl ? `${e.name} (${redact(e.databaseUrl)})` : e.name)).join(", ")}; ` +
+      `${options.starts} timed start(s) of each kind; ${options.users} users in the write pool`,
+  );
+}
+
+/** A database URL without its password, for printing. */
+function redact(url: string): string {
+  const parsed = new URL(url);
+  if (parsed.password) parsed.password = "***";
+  return parsed.toString();
+}
+
+async function startPortico(engine: Engine, store: Store): Promise<ServerProcess> {
+  const port = await freePort();
+  return startServer({
+    name: `portico (${engine.name})`,
+    args: [PORTICO_MAIN, "serve"],
+    env: cleanEnv({
+      ...store.env,
+      ...ADMIN_ENV,
+      PORTICO_PORT: String(port),
+      PORTICO_HOST: "127.0.0.1",
+      PORTICO_LOG_LEVEL: "warn",
+    }),
+    port,
+    readyPath: "/sharing/rest/info?f=json",
+  });
+}
+
+async function timeStartups(engine: Engine, starts: number): Promise<StartupFigures> {
+  const figures: StartupFigures = { engine, first: [], second: [] };
+  for (let i = 0; i < starts; i++) {
+    const store = await createStore(engine);
+    try {
+      for (const kind of ["first", "second"] as const) {
+        // One at a time: the second start must find the first one's data, committed and closed.
+        const server = await startPortico(engine, store);
+        figures[kind].push(server.readyMs);
+        await server.stop();
+        printServerOutput(server);
+      }
+    } finally {
+      await store.destroy();
+    }
+  }
+  const describe = (values: number[]) =>
+    `median ${ms(median(values))} (${values.map((v) => Math.round(v)).join(", ")})`;
+  say(`  ${engine.name}: first start ${describe(figures.first)}; second start ${describe(figures.second)}`);
+  return figures;
+}
+
+async function openSession(engine: Engine, options: BenchOptions, connections: number): Promise<Session> {
+  const store = await createStore(engine);
+  let server: ServerProcess | undefined;
+  const close = async () => {
+    await server?.stop();
+    await store.destroy();
+  };
+  try {
+    server = await startPortico(engine, store);
+    const api = new PortalApi(server.url);
+    const token = await api.signIn(ADMIN.username, ADMIN.password);
+    const selfBody = await api.getText(READ_PATH, { token });
+    if (!isSignedInPortal(selfBody)) {
+      throw new Error(`portals/self is not the signed-in view: ${selfBody.slice(0, 200)}`);
+    }
+
+    // Idle memory is read before seeding: creating users hashes passwords with 64 MiB each, and
+    // that is not what an idle server holds.
+    await runLoad(readCase(engine, server.url, token), {
+      connections,
+      durationS: MEMORY_WARMUP_S,
+      warmupS: 0,
+    });
+    await sleep(IDLE_SETTLE_MS);
+    const idleMemory = server.memory();
+    if (idleMemory) say(`  ${engine.name}: idle after warm-up: RSS ${mb(idleMemory.rss)}`);
+
+    const seeding = performance.now();
+    const users = await seedUsers(api, token, options.users);
+    say(`  ${engine.name}: created ${users.length} users in ${ms(performance.now() - seeding)}`);
+    return { server, token, users, selfBody, idleMemory, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** Creates the write pool as org_user, a few at a time. */
+async function seedUsers(api: PortalApi, token: string, count: number): Promise<string[]> {
+  const users = Array.from({ length: count }, (_, i) => `bench_user_${String(i + 1).padStart(3, "0")}`);
+  let next = 0;
+  const worker = async () => {
+    while (next < users.length) {
+      const username = users[next++]!;
+      await api.createUser(token, username, "org_user");
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SEED_CONCURRENCY, count) }, worker));
+  return users;
+}
+
+async function startBare(body: string): Promise<ServerProcess> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-bench-bare-"));
+  const remove = () => fs.rmSync(dir, { recursive: true, force: true });
+  const unregister = onCleanup(remove);
+  try {
+    const bodyFile = path.join(dir, "body.json");
+    fs.writeFileSync(bodyFile, body);
+    const port = await freePort();
+    return await startServer({
+      name: "bare node:http",
+      args: [BARE_SERVER],
+      env: cleanEnv({ BENCH_PORT: String(port), BENCH_BODY_FILE: bodyFile }),
+      port,
+      readyPath: "/",
+    });
+  } finally {
+    // The server reads the body once at start, so the file is not needed while it runs.
+    unregister();
+    remove();
+  }
+}
+
+/** The signed-in `portals/self` view; checked cheaply so the verifier does not slow the client. */
+function isSignedInPortal(body: string): boolean {
+  return body.startsWith('{"id":') && body.includes('"user":{');
+}
+
+function baselineCase(bare: ServerProcess): LoadCase {
+  return { name: "bare node:http", url: `${bare.url}${READ_PATH}?f=json`, verify: isSignedInPortal };
+}
+
+function readCase(engine: Engine, origin: string, token: string): LoadCase {
+  return {
+    name: `portals/self GET [${engine.name}]`,
+    url: `${origin}${READ_PATH}?${new URLSearchParams({ f: "json", token })}`,
+    verify: isSignedInPortal,
+  };
+}
+
+/**
+ * Role changes rotating over the user pool. Users start as org_user and each pass over the pool
+ * flips every role, so each request commits a real change (and its event) rather than a no-op.
+ * With fewer connections than users, no two requests in flight name the same user.
+ */
+function writeCase(engine: Engine, origin: string, token: string, users: string[]): LoadCase {
+  let sent = 0;
+  return {
+    name: `updateUserRole POST [${engine.name}]`,
+    url: `${origin}${WRITE_PATH}`,
+    requests: [
+      {
+        method: "POST",
+        path: WRITE_PATH,
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        setupRequest: (request) => {
+          const i = sent++;
+          const user = users[i % users.length]!;
+          const role = Math.floor(i / users.length) % 2 === 0 ? "org_publisher" : "org_user";
+          return { ...request, body: new URLSearchParams({ user, role, f: "json", token }).toString() };
+        },
+      },
+    ],
+    verify: (body) => {
+      try {
+        return JSON.parse(body).success === true;
+      } catch {
+        return false;
+      }
+    },
+  };
+}
+
+async function measure(c: LoadCase, settings: LoadSettings): Promise<LoadResult> {
+  const r = await runLoad(c, settings);
+  say(
+    `  ${r.name.padEnd(34)} ${rate(r.rps).padStart(7)} req/s  p50 ${ms(r.p50).padStart(7)}  ` +
+      `p99 ${ms(r.p99).padStart(7)}  errors ${r.errors}  non-2xx ${r.non2xx}  rejected ${r.rejected}`,
+  );
+  for (const sample of r.samples) say(`    rejected answer: ${sample}`);
+  return r;
+}
+
+/** Warnings and errors the server logged (it runs at level warn): worth seeing next to figures. */
+function printServerOutput(server: ServerProcess) {
+  const lines = server.output();
+  if (lines.length === 0) return;
+  say(`  ${server.name} logged (last lines):`);
+  for (const line of lines.slice(-5)) say(`    ${line.slice(0, 300)}`);
+}
+
+function printSummary(baselines: LoadResult[], figures: EngineFigures[], startups: StartupFigures[]) {
+  section("Summary");
+  const baseRps = baselines.length ? baselines.reduce((sum, b) => sum + b.rps, 0) / baselines.length : NaN;
+  const loadRow = (r: LoadResult, engine: string, goal: number | undefined): string[] => {
+    const q = r.rps / baseRps;
+    const failed = r.errors + r.non2xx + r.rejected > 0;
+    return [
+      r.name,
+      engine,
+      rate(r.rps),
+      ms(r.p50),
+      ms(r.p99),
+      String(r.errors),
+      String(r.non2xx),
+      String(r.rejected),
+      ratio(q),
+      goal === undefined ? "" : `>= ${ratio(goal)}`,
+      // Throughput built on failing answers does not count as meeting the goal.
+      goal === undefined ? "" : verdict(q >= goal && !failed),
+    ];
+  };
+  const loadRows = [
+    ...baselines.map((b, i) =>
+      loadRow({ ...b, name: `${b.name} (${i === 0 ? "before" : "after"})` }, "-", undefined),
+    ),
+    ...figures.flatMap((f) => [
+      loadRow(f.reads, f.engine.name, GOALS.readRatio),
+      loadRow(f.writes, f.engine.name, GOALS.writeRatio),
+    ]),
+  ];
+  say(
+    table(
+      ["case", "engine", "req/s", "p50", "p99", "errors", "non-2xx", "rejected", "ratio", "goal", "verdict"],
+      loadRows,
+      2,
+    ),
+  );
+  if (baselines.length) {
+    say(
+      `ratio = req/s / mean baseline req/s (${rate(baseRps)}); rejected = answers that were not the expected body`,
+    );
+  }
+
+  const rows: string[][] = [];
+  for (const s of startups) {
+    for (const kind of ["first", "second"] as const) {
+      const values = s[kind];
+      const m = median(values);
+      rows.push([
+        `${kind} start (${kind === "first" ? "empty store" : "existing data"})`,
+        s.engine.name,
+        `${ms(m)} median, ${ms(Math.max(...values))} max`,
+        `< ${ms(GOALS.startMs)}`,
+        verdict(m < GOALS.startMs),
+      ]);
+    }
+  }
+  for (const f of figures) {
+    rows.push(
+      f.idleMemory
+        ? [
+            "idle RSS after warm-up",
+            f.engine.name,
+            mb(f.idleMemory.rss),
+            `< ${mb(GOALS.idleRssBytes)}`,
+            verdict(f.idleMemory.rss < GOALS.idleRssBytes),
+          ]
+        : ["idle RSS after warm-up", f.engine.name, "unavailable (no /proc)", "", ""],
+    );
+    if (f.afterLoadMemory) {
+      rows.push([
+        "RSS after the load cases",
+        f.engine.name,
+        // The peak includes seeding, where each createUser hashes a password with 64 MiB.
+        `${mb(f.afterLoadMemory.rss)} (peak ${mb(f.afterLoadMemory.peak)} incl. seeding)`,
+        "",
+        "",
+      ]);
+    }
+  }
+  if (rows.length) {
+    say("");
+    say(table(["measure", "engine", "value", "goal", "verdict"], rows, 2));
+  }
+}
+
+function section(title: string) {
+  say(`\n== ${title}`);
+}
+
+function say(line: string) {
+  process.stdout.write(`${line}\n`);
+}
+
+main()
+  .then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`bench: ${(err as Error).stack ?? String(err)}\n`);
+      process.exitCode = 1;
+    },
+  )
+  .finally(() => cleanupAll());

@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { PorticoError } from "../errors.js";
+import { p, parseParams } from "./params.js";
+
+describe("parseParams", () => {
+  const specs = {
+    name: p.string({ required: true, maxLength: 5 }),
+    count: p.integer({ min: 0, max: 10, also: [-1] }),
+    flag: p.boolean(),
+    tags: p.list({ maxItems: 3 }),
+    config: p.json({ type: "object", properties: { n: { type: "integer" } }, required: ["n"] }),
+  };
+
+  it("converts form strings to typed values", () => {
+    const { values, empty } = parseParams(specs, {
+      name: "abc",
+      count: "-1",
+      flag: "TRUE",
+      tags: "a, b,,c",
+      config: '{"n":3}',
+      ignored: "x",
+    });
+    expect(values).toEqual({ name: "abc", count: -1, flag: true, tags: ["a", "b", "c"], config: { n: 3 } });
+    expect(empty.size).toBe(0);
+  });
+
+  it("counts characters, not UTF-16 units, against maximum lengths", () => {
+    expect(parseParams(specs, { name: "😀😀😀😀😀" }).values.name).toBe("😀😀😀😀😀");
+  });
+
+  it("reports empty values separately and treats them as absent", () => {
+    const { values, empty } = parseParams(specs, { name: "a", flag: "" });
+    expect(values.flag).toBeUndefined();
+    expect([...empty]).toEqual(["flag"]);
+  });
+
+  it("reports every invalid parameter, naming each", () => {
+    let caught: unknown;
+    try {
+      parseParams(specs, { count: "2.5", flag: "yes", tags: "a,b,c,d", config: '{"n":"x"}' });
+    } catch (err) {
+      caught = err;
+    }
+    expect(caught).toBeInstanceOf(PorticoError);
+    const error = caught as PorticoError;
+    expect(error.message).toBe("Missing required parameter 'name'.");
+    expect(error.details).toEqual([
+      "'name' is required.",
+      "'count' must be an integer.",
+      "'flag' must be true or false.",
+      "'tags' must have at most 3 entries (got 4).",
+      "'config' must be integer at n.",
+    ]);
+  });
+
+  it("explains malformed JSON", () => {
+    expect(() => parseParams(specs, { name: "a", config: "{n:1}" })).toThrow(/'config': is not valid JSON/);
+  });
+
+  it("checks ranges with their exceptions", () => {
+    expect(() => parseParams(specs, { name: "a", count: "11" })).toThrow(/between 0 and 10 \(or -1\)/);
+  });
+});

@@ -1,0 +1,182 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { engine, form, json } from "./helpers/portico.js";
+
+/**
+ * The server as an operator runs it: `node dist/src/cli/main.js serve` (what `npm start` runs),
+ * configured only through the environment and flags. `npm test` builds dist/ first.
+ */
+const MAIN = path.resolve(import.meta.dirname, "../dist/src/cli/main.js");
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  base: string;
+  exited: Promise<number | null>;
+}
+
+function run(env: Record<string, string>, args: string[] = []): Running {
+  const child = spawn(process.execPath, [MAIN, "serve", ...args], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (d) => {
+    out += d;
+  });
+  child.stderr?.on("data", (d) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, output: () => out, base: `http://127.0.0.1:${env.PORTICO_PORT}/sharing/rest`, exited };
+}
+
+async function waitUntilUp(r: Running): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (r.child.exitCode !== null) throw new Error(`server exited: ${r.output()}`);
+    try {
+      const res = await fetch(`${r.base}/info?f=json`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`server did not start: ${r.output()}`);
+}
+
+async function stop(r: Running): Promise<number | null> {
+  r.child.kill("SIGTERM");
+  return r.exited;
+}
+
+describe("portico serve", () => {
+  let dataDir: string;
+  let databaseUrl: string | undefined;
+  let databaseName: string | undefined;
+  const baseEnv = (): Record<string, string> => ({
+    PORTICO_DATA_DIR: dataDir,
+    PORTICO_LOG_LEVEL: "info",
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+  });
+
+  beforeAll(async () => {
+    expect(fs.existsSync(MAIN), "run `npm run build` first (npm test does)").toBe(true);
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-cli-"));
+    if (engine === "postgres") {
+      // The CLI has no schema setting, so this test gets a database of its own.
+      const admin = process.env.PORTICO_TEST_DATABASE_URL as string;
+      databaseName = `portico_cli_${randomBytes(5).toString("hex")}`;
+      const client = new pg.Client({ connectionString: admin });
+      await client.connect();
+      await client.query(`CREATE DATABASE ${databaseName}`);
+      await client.end();
+      const url = new URL(admin);
+      url.pathname = `/${databaseName}`;
+      databaseUrl = url.toString();
+    }
+  });
+  afterAll(async () => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    if (databaseName) {
+      const client = new pg.Client({ connectionString: process.env.PORTICO_TEST_DATABASE_URL });
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
+      await client.end();
+    }
+  });
+
+  it("creates the first administrator with a password printed once, keeps data across restarts, and never logs secrets", async () => {
+    const port = String(await freePort());
+    const first = run({ ...baseEnv(), PORTICO_PORT: port });
+    await waitUntilUp(first);
+    const printed = /username: (\S+)\n\s+password: (\S+)/.exec(first.output());
+    expect(printed, first.output()).not.toBeNull();
+    const [, username, password] = printed as RegExpExecArray;
+
+    const tokenAnswer = await json(
+      await fetch(`${first.base}/generateToken`, {
+        method: "POST",
+        body: form({ username, password, client: "requestip", f: "json" }),
+      }),
+    );
+    const token = tokenAnswer.token as string;
+    expect(token).toBeTypeOf("string");
+    const update = await json(
+      await fetch(`${first.base}/portals/self/update?token=${token}`, {
+        method: "POST",
+        body: form({ name: "Persistent Org", f: "json" }),
+      }),
+    );
+    expect(update.success).toBe(true);
+    expect(await stop(first)).toBe(0);
+    // Neither the password nor the token may appear in the logs (the password only in the banner).
+    const logs = first.output().replace(/password: \S+/, "");
+    expect(logs).not.toContain(password);
+    expect(logs).not.toContain(token);
+    expect(logs).toContain("[REDACTED]");
+
+    const second = run({ ...baseEnv(), PORTICO_PORT: port });
+    await waitUntilUp(second);
+    expect(second.output()).not.toContain("password:");
+    const self = await json(await fetch(`${second.base}/portals/self?f=json&token=${token}`));
+    expect(self.name).toBe("Persistent Org");
+    expect(self.user.username).toBe(username);
+    expect(await stop(second)).toBe(0);
+  });
+
+  it("takes flags over environment variables", async () => {
+    const envPort = String(await freePort());
+    const flagPort = String(await freePort());
+    const r = run({ ...baseEnv(), PORTICO_PORT: envPort, PORTICO_CONTEXT_PATH: "/ignored" }, [
+      "--port",
+      flagPort,
+      "--context-path",
+      "/portal",
+    ]);
+    const info = { ...r, base: `http://127.0.0.1:${flagPort}/portal/sharing/rest` };
+    await waitUntilUp(info);
+    const answer = await json(await fetch(`${info.base}/info?f=json`));
+    expect(answer.authInfo.tokenServicesUrl).toBe(
+      `http://127.0.0.1:${flagPort}/portal/sharing/rest/generateToken`,
+    );
+    expect(await stop(r)).toBe(0);
+  });
+
+  it.each([
+    ["PORTICO_PORT", "seventy"],
+    ["PORTICO_PUBLIC_URL", "ftp://example.com"],
+    ["PORTICO_CONTEXT_PATH", "/bad path"],
+    ["DATABASE_URL", "mysql://localhost/db"],
+    ["PORTICO_OUTBOUND_ALLOW", "10.0.0.0/99"],
+    ["PORTICO_ADMIN_USERNAME", "ab"],
+  ])("stops with a message naming %s when it is invalid", async (name, value) => {
+    const r = run({
+      ...baseEnv(),
+      PORTICO_PORT: "0",
+      PORTICO_ADMIN_USERNAME: "cli_admin",
+      PORTICO_ADMIN_PASSWORD: "long-enough-pw",
+      [name]: value,
+    });
+    expect(await r.exited).toBe(2);
+    expect(r.output()).toContain(`invalid setting ${name}`);
+  });
+});
