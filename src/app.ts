@@ -36,10 +36,15 @@ const TOKEN_PURGE_INTERVAL_MS = 60 * 60 * 1000;
  */
 export async function startPortico(options: StartOptions): Promise<Portico> {
   const { config } = options;
+  // Background failures of the data layer are logged once the server's logger exists.
+  let reportError = (err: unknown) => {
+    process.stderr.write(`portico: ${String(err)}\n`);
+  };
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     schema: options.schema,
+    onError: (err) => reportError(err),
   });
   try {
     await migrateToLatest(db);
@@ -54,6 +59,8 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       logger: options.logger ?? true,
       publicUrl: () => config.publicUrl ?? address,
     });
+    reportError = (err) =>
+      app.log.warn({ err }, "change feed connection lost; caches bypassed until it is back");
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.port;

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
+import { FeedCache } from "../db/cache.js";
 import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
@@ -39,10 +40,15 @@ export function hashToken(token: string): string {
  * node at once.
  */
 export class AuthService {
+  /** Token holders by token hash: every authenticated request needs one. */
+  private readonly holders: FeedCache<string, { caller: Caller; expires: number }>;
+
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
-  ) {}
+  ) {
+    this.holders = new FeedCache(db.feed, ["auth"]);
+  }
 
   async generateToken(request: TokenRequest): Promise<IssuedToken> {
     const user = await findUser(this.db.kysely, request.username);
@@ -59,30 +65,34 @@ export class AuthService {
     const token = randomBytes(32).toString("base64url");
     const upgradedHash = needsRehash(user.password_hash) ? await hashPassword(request.password) : undefined;
 
-    await this.db.transaction(async (trx) => {
-      await insertToken(trx, {
-        token_hash: hashToken(token),
-        user_id: user.id,
-        created: now,
-        expires,
-        client: request.client,
-        referer: request.client === "referer" ? (request.referer ?? "") : (request.ip ?? request.requestIp),
-      });
-      await updateUser(trx, user.id, {
-        last_login: now,
-        ...(upgradedHash ? { password_hash: upgradedHash } : {}),
-      });
-      await recordEvent(
-        trx,
-        {
-          source: "user",
-          operation: "signin",
-          objectId: user.username,
-          actor: { id: user.id, username: user.username },
-        },
-        now,
-      );
-    });
+    await this.db.transaction(
+      async (trx) => {
+        await insertToken(trx, {
+          token_hash: hashToken(token),
+          user_id: user.id,
+          created: now,
+          expires,
+          client: request.client,
+          referer: request.client === "referer" ? (request.referer ?? "") : (request.ip ?? request.requestIp),
+        });
+        await updateUser(trx, user.id, {
+          last_login: now,
+          ...(upgradedHash ? { password_hash: upgradedHash } : {}),
+        });
+        await recordEvent(
+          trx,
+          {
+            source: "user",
+            operation: "signin",
+            objectId: user.username,
+            actor: { id: user.id, username: user.username },
+          },
+          now,
+        );
+        // lastLogin is part of the signed-in user's cached resource.
+      },
+      { changes: ["auth"] },
+    );
     return { token, expires, ssl: org.settings.allSSL === true };
   }
 
@@ -90,25 +100,37 @@ export class AuthService {
    * The caller a token stands for. Throws 498 for an unknown, expired or disabled user's token.
    */
   async authenticate(token: string): Promise<Caller> {
-    const holder = await findTokenHolder(this.db.kysely, hashToken(token));
-    if (!holder || holder.expires <= Date.now() || holder.disabled) throw errors.invalidToken();
-    return makeCaller(holder);
+    const hash = hashToken(token);
+    const holder = await this.holders.get(hash, async () => {
+      const row = await findTokenHolder(this.db.kysely, hash);
+      if (!row || row.disabled) return undefined;
+      return { caller: Object.freeze(makeCaller(row)), expires: row.expires };
+    });
+    if (!holder) throw errors.invalidToken();
+    if (holder.expires <= Date.now()) {
+      this.holders.delete(hash);
+      throw errors.invalidToken();
+    }
+    return holder.caller;
   }
 
   /** Ends one token (sign-out). Records the signout event for its holder. */
   async revoke(token: string): Promise<void> {
     const hash = hashToken(token);
-    await this.db.transaction(async (trx) => {
-      const holder = await findTokenHolder(trx, hash);
-      if (!holder) throw errors.invalidToken();
-      await deleteToken(trx, hash);
-      await recordEvent(trx, {
-        source: "user",
-        operation: "signout",
-        objectId: holder.username,
-        actor: { id: holder.userId, username: holder.username },
-      });
-    });
+    await this.db.transaction(
+      async (trx) => {
+        const holder = await findTokenHolder(trx, hash);
+        if (!holder) throw errors.invalidToken();
+        await deleteToken(trx, hash);
+        await recordEvent(trx, {
+          source: "user",
+          operation: "signout",
+          objectId: holder.username,
+          actor: { id: holder.userId, username: holder.username },
+        });
+      },
+      { changes: ["auth"] },
+    );
   }
 
   /** Removes expired token rows; run periodically. */

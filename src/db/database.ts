@@ -1,8 +1,9 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from "kysely";
+import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
+import { ChangeFeed, type Topic } from "./change-feed.js";
 import type { Database } from "./schema.js";
 
 export type Engine = "sqlite" | "postgres";
@@ -10,13 +11,24 @@ export type Engine = "sqlite" | "postgres";
 /** A Kysely handle: the database itself or a transaction. Repositories accept either. */
 export type Queryable = Kysely<Database> | Transaction<Database>;
 
+export interface TransactionOptions {
+  /** What the change makes stale in caches: announced to every node once it commits. */
+  changes?: readonly Topic[];
+}
+
 export interface Db {
   engine: Engine;
   /** The PostgreSQL schema portico's tables live in; undefined on SQLite. */
   schema: string | undefined;
   kysely: Kysely<Database>;
-  /** Runs `work` in one transaction: a change and the events it causes commit together. */
-  transaction<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /** Cache invalidation across transactions and nodes. */
+  feed: ChangeFeed;
+  /**
+   * Runs `work` in one transaction: a change and the events it causes commit together. `work`
+   * must use only `trx` and do nothing slow (no hashing, no network): on SQLite the transaction
+   * holds the single connection.
+   */
+  transaction<T>(work: (trx: Transaction<Database>) => Promise<T>, options?: TransactionOptions): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -26,14 +38,19 @@ export interface DbOptions {
   dataDir: string;
   /** PostgreSQL schema to work in (tests give each run its own); created when missing. */
   schema?: string | undefined;
+  /** Reports background failures (the change feed's connection). */
+  onError?: (err: unknown) => void;
 }
 
 export async function openDatabase(options: DbOptions): Promise<Db> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.schema);
+  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.schema, options.onError);
   return openSqlite(options.dataDir);
 }
 
-function openSqlite(dataDir: string): Db {
+/** Prepared statements kept per SQL text; past this many distinct texts the cache starts over. */
+const STATEMENT_CACHE_LIMIT = 500;
+
+async function openSqlite(dataDir: string): Promise<Db> {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, "portico.sqlite");
   const sqlite = new SQLite(file);
@@ -43,19 +60,39 @@ function openSqlite(dataDir: string): Db {
   sqlite.pragma("synchronous = FULL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  // Kysely prepares every statement anew; preparing costs more than running a point query, and
+  // the set of distinct statements is small, so keep them.
+  const statements = new Map<string, SQLite.Statement>();
+  const database: SqliteDatabase = {
+    close: () => sqlite.close(),
+    prepare(text) {
+      let statement = statements.get(text);
+      if (!statement) {
+        if (statements.size >= STATEMENT_CACHE_LIMIT) statements.clear();
+        statement = sqlite.prepare(text);
+        statements.set(text, statement);
+      }
+      return statement;
+    },
+  };
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  const feed = await ChangeFeed.start({ databaseUrl: undefined, schema: undefined });
+  const groupCommit = new GroupCommit(kysely, feed);
   return {
     engine: "sqlite",
     schema: undefined,
     kysely,
-    // Kysely serialises every query on the single SQLite connection, so a transaction here holds
-    // that connection until it ends: keep slow work (password hashing, network calls) outside.
-    transaction: (work) => kysely.transaction().execute(work),
+    feed,
+    transaction: (work, options) => groupCommit.run(work, options?.changes ?? []),
     close: () => kysely.destroy(),
   };
 }
 
-async function openPostgres(url: string, schema: string | undefined): Promise<Db> {
+async function openPostgres(
+  url: string,
+  schema: string | undefined,
+  onError: ((err: unknown) => void) | undefined,
+): Promise<Db> {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new Error(`invalid PostgreSQL schema name: ${schema}`);
   }
@@ -78,22 +115,116 @@ async function openPostgres(url: string, schema: string | undefined): Promise<Db
     },
     ...(schema ? { options: `-c search_path=${schema}` } : {}),
   });
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   let current: string;
+  let feed: ChangeFeed;
   try {
     const { rows } = await pool.query<{ schema: string | null }>("SELECT current_schema() AS schema");
     current = rows[0]?.schema ?? "public";
+    feed = await ChangeFeed.start({ databaseUrl: url, schema: current, onError });
   } catch (err) {
     await pool.end();
     throw err;
   }
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return {
     engine: "postgres",
     schema: current,
     kysely,
-    transaction: (work) => kysely.transaction().execute(work),
-    close: () => kysely.destroy(),
+    feed,
+    async transaction(work, options) {
+      const changes = options?.changes ?? [];
+      const result = await kysely.transaction().execute(async (trx) => {
+        const value = await work(trx);
+        if (changes.length > 0) await feed.announce(trx, changes);
+        return value;
+      });
+      feed.publish(changes);
+      return result;
+    },
+    async close() {
+      await feed.close();
+      await kysely.destroy();
+    },
   };
+}
+
+interface PendingUnit {
+  work: (trx: Transaction<Database>) => Promise<unknown>;
+  changes: readonly Topic[];
+  resolve: (value: unknown) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Units of work committed together at most; keeps one slow batch from growing without bound. */
+const MAX_GROUP = 64;
+
+/**
+ * Group commit for SQLite. Every commit waits for an fsync; transactions that arrive while one is
+ * committing are run together in the next transaction, each inside its own savepoint, and share
+ * one fsync. A unit that fails rolls back to its savepoint and fails alone; if the commit itself
+ * fails, every unit of the group fails. No unit is answered before its commit is durable, so this
+ * changes throughput, not guarantees.
+ */
+class GroupCommit {
+  private queue: PendingUnit[] = [];
+  private draining = false;
+
+  constructor(
+    private readonly kysely: Kysely<Database>,
+    private readonly feed: ChangeFeed,
+  ) {}
+
+  run<T>(work: (trx: Transaction<Database>) => Promise<T>, changes: readonly Topic[]): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ work, changes, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.draining) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.draining = true;
+    try {
+      while (this.queue.length > 0) {
+        const group = this.queue.splice(0, MAX_GROUP);
+        const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+        try {
+          await this.kysely.transaction().execute(async (trx) => {
+            for (const unit of group) {
+              await sql`SAVEPOINT unit`.execute(trx);
+              try {
+                const value = await unit.work(trx);
+                await sql`RELEASE unit`.execute(trx);
+                outcomes.push({ ok: true, value });
+              } catch (error) {
+                await sql`ROLLBACK TO unit`.execute(trx);
+                await sql`RELEASE unit`.execute(trx);
+                outcomes.push({ ok: false, error });
+              }
+            }
+          });
+        } catch (commitError) {
+          group.forEach((unit, i) => {
+            const outcome = outcomes[i];
+            unit.reject(outcome && !outcome.ok ? outcome.error : commitError);
+          });
+          continue;
+        }
+        const changed = new Set<Topic>();
+        group.forEach((unit, i) => {
+          const outcome = outcomes[i] as (typeof outcomes)[number];
+          if (outcome.ok) {
+            for (const topic of unit.changes) changed.add(topic);
+            unit.resolve(outcome.value);
+          } else {
+            unit.reject(outcome.error);
+          }
+        });
+        this.feed.publish([...changed]);
+      }
+    } finally {
+      this.draining = false;
+    }
+  }
 }
 
 /** True when `err` is a unique-constraint violation on either engine. */

@@ -1,5 +1,6 @@
 import type { Transaction } from "kysely";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
+import { FeedCache } from "../db/cache.js";
 import type { Db } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
@@ -37,6 +38,16 @@ export interface SettingsUpdate {
   clearEmptyFields: boolean;
 }
 
+const DEFAULT_SETTINGS: Readonly<OrgSettings> = deepFreeze(defaultSettings());
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
 /** Version reported as `currentVersion` (the REST version of ArcGIS Enterprise 11.3). */
 export const REST_VERSION = "2024.1";
 export const ENTERPRISE_VERSION = "11.3.0";
@@ -46,7 +57,12 @@ export const ENTERPRISE_VERSION = "11.3.0";
  * fill the rest on read, so a setting added in a later version needs no data migration.
  */
 export class PortalService {
-  constructor(private readonly db: Db) {}
+  /** Every request reads the organization (CORS, allSSL); it changes rarely. */
+  private readonly cache: FeedCache<"org", Organization>;
+
+  constructor(private readonly db: Db) {
+    this.cache = new FeedCache(db.feed, ["org"], 1);
+  }
 
   /** Creates the organization on first start; safe when several nodes start at once. */
   async ensureOrganization(): Promise<Organization> {
@@ -60,15 +76,20 @@ export class PortalService {
     return this.get();
   }
 
+  /** The organization; shared between requests, so frozen. */
   async get(): Promise<Organization> {
-    const row = await findOrganization(this.db.kysely);
-    if (!row) throw new Error("the organization has not been created; run migrations and start-up first");
-    return {
-      id: row.id,
-      settings: { ...defaultSettings(), ...(JSON.parse(row.settings) as Partial<OrgSettings>) },
-      created: row.created,
-      modified: row.modified,
-    };
+    const org = await this.cache.get("org", async () => {
+      const row = await findOrganization(this.db.kysely);
+      if (!row) return undefined;
+      return deepFreeze({
+        id: row.id,
+        settings: { ...DEFAULT_SETTINGS, ...(JSON.parse(row.settings) as Partial<OrgSettings>) },
+        created: row.created,
+        modified: row.modified,
+      });
+    });
+    if (!org) throw new Error("the organization has not been created; run migrations and start-up first");
+    return org;
   }
 
   /** Maximum token lifetime in minutes, after the organization's `maxTokenExpirationMinutes`. */
@@ -83,20 +104,23 @@ export class PortalService {
     // Each group of settings has its own administrative privilege (ArcGIS custom admin roles).
     for (const privilege of privilegesFor(touched)) requirePrivilege(caller, privilege);
 
-    return this.db.transaction(async (trx) => {
-      await lockOrganization(trx, this.db.engine);
-      const row = await findOrganization(trx);
-      if (!row) throw new Error("the organization has not been created");
+    return this.db.transaction(
+      async (trx) => {
+        await lockOrganization(trx, this.db.engine);
+        const row = await findOrganization(trx);
+        if (!row) throw new Error("the organization has not been created");
 
-      const stored = JSON.parse(row.settings) as Partial<OrgSettings>;
-      for (const name of cleared) delete stored[name];
-      Object.assign(stored, update.changes);
-      const merged = { ...defaultSettings(), ...stored };
+        const stored = JSON.parse(row.settings) as Partial<OrgSettings>;
+        for (const name of cleared) delete stored[name];
+        Object.assign(stored, update.changes);
+        const merged = { ...DEFAULT_SETTINGS, ...stored };
 
-      await this.checkCrossFieldRules(trx, merged, update.changes);
-      await saveSettings(trx, row.id, JSON.stringify(stored), Math.max(Date.now(), row.modified + 1));
-      return { orgId: row.id };
-    });
+        await this.checkCrossFieldRules(trx, merged, update.changes);
+        await saveSettings(trx, row.id, JSON.stringify(stored), Math.max(Date.now(), row.modified + 1));
+        return { orgId: row.id };
+      },
+      { changes: ["org"] },
+    );
   }
 
   /** Rules that involve more than one setting or other records; checked on the merged result. */

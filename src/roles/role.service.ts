@@ -116,29 +116,35 @@ export class RoleService {
     }
     const unique = [...new Set(privileges)];
     const now = Date.now();
-    await this.db.transaction(async (trx) => {
-      const row = await findRole(trx, id);
-      if (!row) throw errors.roleNotFound(id);
-      await updateRole(trx, id, { privileges: JSON.stringify(unique), modified: now });
-      await setBaseRoleForRoleHolders(trx, id, baseRoleOf(unique), now);
-      await recordEvent(
-        trx,
-        { source: "role", operation: "update", objectId: id, actor: actorOf(caller) },
-        now,
-      );
-    });
+    await this.db.transaction(
+      async (trx) => {
+        const row = await findRole(trx, id);
+        if (!row) throw errors.roleNotFound(id);
+        await updateRole(trx, id, { privileges: JSON.stringify(unique), modified: now });
+        await setBaseRoleForRoleHolders(trx, id, baseRoleOf(unique), now);
+        await recordEvent(
+          trx,
+          { source: "role", operation: "update", objectId: id, actor: actorOf(caller) },
+          now,
+        );
+      },
+      { changes: ["auth"] },
+    );
   }
 
   async delete(caller: Caller | null, id: string) {
     requirePrivilege(caller, "portal:admin:manageRoles");
-    await this.db.transaction(async (trx) => {
-      const row = await findRole(trx, id);
-      if (!row) throw errors.roleNotFound(id);
-      const holders = await countUsersWithRole(trx, id);
-      if (holders > 0) throw errors.roleInUse(id, holders);
-      await deleteRole(trx, id);
-      await recordEvent(trx, { source: "role", operation: "delete", objectId: id, actor: actorOf(caller) });
-    });
+    await this.db.transaction(
+      async (trx) => {
+        const row = await findRole(trx, id);
+        if (!row) throw errors.roleNotFound(id);
+        const holders = await countUsersWithRole(trx, id);
+        if (holders > 0) throw errors.roleInUse(id, holders);
+        await deleteRole(trx, id);
+        await recordEvent(trx, { source: "role", operation: "delete", objectId: id, actor: actorOf(caller) });
+      },
+      { changes: ["auth"] },
+    );
   }
 
   private async mustFind(id: string): Promise<RoleRow> {

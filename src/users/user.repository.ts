@@ -1,5 +1,5 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
-import type { Queryable } from "../db/database.js";
+import type { Engine, Queryable } from "../db/database.js";
 import type { UserTable } from "../db/schema.js";
 
 export type UserRow = Selectable<UserTable>;
@@ -90,4 +90,23 @@ export async function listUsers(
     .offset(page.offset)
     .execute();
   return { total: Number(totalRow.n), rows };
+}
+
+/**
+ * Reads a user and, on PostgreSQL, locks the row until the transaction ends, so that decisions
+ * taken from it (is this the last administrator?) hold when the change is written. SQLite
+ * transactions are already serialised.
+ */
+export function findUserForUpdate(
+  q: Queryable,
+  engine: Engine,
+  username: string,
+): Promise<UserRow | undefined> {
+  const query = q.selectFrom("users").selectAll().where("username_key", "=", username.toLowerCase());
+  return (engine === "postgres" ? query.forUpdate() : query).executeTakeFirst();
+}
+
+/** An enabled user with the default administrator role: the kind the organization must keep one of. */
+export function isEnabledFullAdministrator(row: UserRow): boolean {
+  return row.role === "org_admin" && row.role_id === null && row.disabled === 0;
 }

@@ -2,6 +2,7 @@ import type { Transaction } from "kysely";
 import { actorOf, type Caller, hasPrivilege, requirePrivilege } from "../auth/caller.js";
 import { hashPassword, verifyPassword } from "../auth/password.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
+import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
@@ -15,7 +16,9 @@ import {
   countFullAdministrators,
   deleteUser,
   findUser,
+  findUserForUpdate,
   insertUser,
+  isEnabledFullAdministrator,
   listUsers,
   type USER_SORT_FIELDS,
   type UserRow,
@@ -63,10 +66,15 @@ type Trx = Transaction<Database>;
 
 /** Members of the organization: accounts, profiles, roles, and their events. */
 export class UserService {
+  /** The signed-in user's own resource, by user id: part of every signed-in `portals/self`. */
+  private readonly selves: FeedCache<string, Record<string, unknown>>;
+
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
-  ) {}
+  ) {
+    this.selves = new FeedCache(db.feed, ["auth"]);
+  }
 
   /** Creates an account. `caller` null is the system itself (the first administrator). */
   async create(caller: Caller | null, input: NewUser, opts: { system?: boolean } = {}): Promise<UserRow> {
@@ -125,10 +133,14 @@ export class UserService {
 
   /** The signed-in user's own resource (`community/self`). */
   async self(caller: Caller): Promise<Record<string, unknown>> {
-    const row = await findUser(this.db.kysely, caller.username);
-    if (!row) throw errors.invalidToken();
-    const org = await this.portal.get();
-    return userJson(row, org.id, "full", await this.customPrivileges([row]));
+    const self = await this.selves.get(caller.userId, async () => {
+      const row = await findUser(this.db.kysely, caller.username);
+      if (!row) return undefined;
+      const org = await this.portal.get();
+      return Object.freeze(userJson(row, org.id, "full", await this.customPrivileges([row])));
+    });
+    if (!self) throw errors.invalidToken();
+    return self;
   }
 
   async list(caller: Caller | null, page: UserPage) {
@@ -181,31 +193,34 @@ export class UserService {
       passwordHash = await hashPassword(changes.password);
     }
     const now = Date.now();
-    await this.db.transaction(async (trx) => {
-      const row = await findUser(trx, username);
-      if (!row) throw errors.userNotFound(username);
-      await updateUser(trx, row.id, {
-        ...(changes.firstName !== undefined ? { first_name: changes.firstName } : {}),
-        ...(changes.lastName !== undefined ? { last_name: changes.lastName } : {}),
-        ...(changes.fullName !== undefined ? { full_name: changes.fullName } : {}),
-        ...(changes.description !== undefined ? { description: changes.description } : {}),
-        ...(changes.email !== undefined ? { email: changes.email } : {}),
-        ...(changes.access !== undefined ? { access: changes.access } : {}),
-        ...(changes.tags !== undefined ? { tags: JSON.stringify(changes.tags) } : {}),
-        ...(changes.culture !== undefined ? { culture: changes.culture } : {}),
-        ...(changes.region !== undefined ? { region: changes.region } : {}),
-        ...(changes.units !== undefined ? { units: changes.units } : {}),
-        ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
-        modified: now,
-      });
-      // A new password ends every session of the account, including the one that changed it.
-      if (passwordHash !== undefined) await deleteTokensOfUser(trx, row.id);
-      await recordEvent(
-        trx,
-        { source: "user", operation: "update", objectId: row.username, actor: actorOf(caller) },
-        now,
-      );
-    });
+    await this.db.transaction(
+      async (trx) => {
+        const row = await findUser(trx, username);
+        if (!row) throw errors.userNotFound(username);
+        await updateUser(trx, row.id, {
+          ...(changes.firstName !== undefined ? { first_name: changes.firstName } : {}),
+          ...(changes.lastName !== undefined ? { last_name: changes.lastName } : {}),
+          ...(changes.fullName !== undefined ? { full_name: changes.fullName } : {}),
+          ...(changes.description !== undefined ? { description: changes.description } : {}),
+          ...(changes.email !== undefined ? { email: changes.email } : {}),
+          ...(changes.access !== undefined ? { access: changes.access } : {}),
+          ...(changes.tags !== undefined ? { tags: JSON.stringify(changes.tags) } : {}),
+          ...(changes.culture !== undefined ? { culture: changes.culture } : {}),
+          ...(changes.region !== undefined ? { region: changes.region } : {}),
+          ...(changes.units !== undefined ? { units: changes.units } : {}),
+          ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
+          modified: now,
+        });
+        // A new password ends every session of the account, including the one that changed it.
+        if (passwordHash !== undefined) await deleteTokensOfUser(trx, row.id);
+        await recordEvent(
+          trx,
+          { source: "user", operation: "update", objectId: row.username, actor: actorOf(caller) },
+          now,
+        );
+      },
+      { changes: ["auth"] },
+    );
   }
 
   async delete(caller: Caller | null, username: string): Promise<void> {
@@ -213,19 +228,22 @@ export class UserService {
     if (caller.username.toLowerCase() === username.toLowerCase()) {
       throw errors.conflict("You cannot delete your own account.", "Ask another administrator.");
     }
-    await this.db.transaction(async (trx) => {
-      await lockOrganization(trx, this.db.engine);
-      const row = await findUser(trx, username);
-      if (!row) throw errors.userNotFound(username);
-      await deleteUser(trx, row.id);
-      await this.ensureAnAdministratorRemains(trx, "delete the last administrator");
-      await recordEvent(trx, {
-        source: "user",
-        operation: "delete",
-        objectId: row.username,
-        actor: actorOf(caller),
-      });
-    });
+    await this.db.transaction(
+      async (trx) => {
+        await lockOrganization(trx, this.db.engine);
+        const row = await findUser(trx, username);
+        if (!row) throw errors.userNotFound(username);
+        await deleteUser(trx, row.id);
+        await this.ensureAnAdministratorRemains(trx, "delete the last administrator");
+        await recordEvent(trx, {
+          source: "user",
+          operation: "delete",
+          objectId: row.username,
+          actor: actorOf(caller),
+        });
+      },
+      { changes: ["auth"] },
+    );
   }
 
   async setDisabled(caller: Caller | null, username: string, disabled: boolean): Promise<void> {
@@ -233,54 +251,62 @@ export class UserService {
     if (disabled && caller.username.toLowerCase() === username.toLowerCase()) {
       throw errors.conflict("You cannot disable your own account.", "Ask another administrator.");
     }
-    await this.db.transaction(async (trx) => {
-      await lockOrganization(trx, this.db.engine);
-      const row = await findUser(trx, username);
-      if (!row) throw errors.userNotFound(username);
-      if (Boolean(row.disabled) === disabled) return;
-      const now = Date.now();
-      await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
-      if (disabled) {
-        await deleteTokensOfUser(trx, row.id);
-        await this.ensureAnAdministratorRemains(trx, "disable the last administrator");
-      }
-      await recordEvent(
-        trx,
-        {
-          source: "user",
-          operation: disabled ? "disable" : "enable",
-          objectId: row.username,
-          actor: actorOf(caller),
-        },
-        now,
-      );
-    });
+    await this.db.transaction(
+      async (trx) => {
+        const row = await findUserForUpdate(trx, this.db.engine, username);
+        if (!row) throw errors.userNotFound(username);
+        if (Boolean(row.disabled) === disabled) return;
+        const now = Date.now();
+        await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
+        if (disabled) {
+          await deleteTokensOfUser(trx, row.id);
+          if (isEnabledFullAdministrator(row)) {
+            await this.ensureAnAdministratorRemains(trx, "disable the last administrator");
+          }
+        }
+        await recordEvent(
+          trx,
+          {
+            source: "user",
+            operation: disabled ? "disable" : "enable",
+            objectId: row.username,
+            actor: actorOf(caller),
+          },
+          now,
+        );
+      },
+      { changes: ["auth"] },
+    );
   }
 
   /** `updateUserRole` (`interface.md` §4.8): a built-in role name or a custom role id. */
   async updateRole(caller: Caller | null, username: string, role: string): Promise<void> {
     requirePrivilege(caller, "portal:admin:changeUserRoles");
-    await this.db.transaction(async (trx) => {
-      await lockOrganization(trx, this.db.engine);
-      const row = await findUser(trx, username);
-      if (!row) throw errors.userNotFound(username);
-      const resolved = await resolveRole(trx, role, "role");
-      if (resolved.role === row.role && resolved.roleId === row.role_id) return;
-      const now = Date.now();
-      await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
-      await this.ensureAnAdministratorRemains(trx, "change the role of the last administrator");
-      await recordEvent(
-        trx,
-        {
-          source: "user",
-          operation: "updateUserRole",
-          objectId: row.username,
-          actor: actorOf(caller),
-          properties: { userRoleUpdatedTo: [resolved.roleId ?? resolved.role] },
-        },
-        now,
-      );
-    });
+    await this.db.transaction(
+      async (trx) => {
+        const row = await findUserForUpdate(trx, this.db.engine, username);
+        if (!row) throw errors.userNotFound(username);
+        const resolved = await resolveRole(trx, role, "role");
+        if (resolved.role === row.role && resolved.roleId === row.role_id) return;
+        const now = Date.now();
+        await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
+        if (isEnabledFullAdministrator(row)) {
+          await this.ensureAnAdministratorRemains(trx, "change the role of the last administrator");
+        }
+        await recordEvent(
+          trx,
+          {
+            source: "user",
+            operation: "updateUserRole",
+            objectId: row.username,
+            actor: actorOf(caller),
+            properties: { userRoleUpdatedTo: [resolved.roleId ?? resolved.role] },
+          },
+          now,
+        );
+      },
+      { changes: ["auth"] },
+    );
   }
 
   /** True when at least one administrator account exists (enabled or not). */
@@ -306,7 +332,13 @@ export class UserService {
     return out;
   }
 
+  /**
+   * Called after a change that removed an enabled default administrator. Taking the organization
+   * lock first serialises such changes between nodes (PostgreSQL), so two administrators demoting
+   * each other at once cannot both succeed.
+   */
   private async ensureAnAdministratorRemains(trx: Trx, action: string): Promise<void> {
+    await lockOrganization(trx, this.db.engine);
     if ((await countFullAdministrators(trx)) === 0) throw errors.lastAdministrator(action);
   }
 }

@@ -1,0 +1,43 @@
+import type { ChangeFeed, Topic } from "./change-feed.js";
+
+/**
+ * A read-through cache that the change feed empties when any of its topics changes. It answers
+ * only while the feed is reliable; a load that overlaps an invalidation is returned but not kept,
+ * so a stale value can never outlive the change that made it stale.
+ */
+export class FeedCache<K, V> {
+  private readonly entries = new Map<K, V>();
+  private generation = 0;
+
+  constructor(
+    private readonly feed: ChangeFeed,
+    topics: readonly Topic[],
+    private readonly maxEntries = 10_000,
+  ) {
+    for (const topic of topics) {
+      feed.subscribe(topic, () => {
+        this.generation++;
+        this.entries.clear();
+      });
+    }
+  }
+
+  /** The cached value, or `load()`'s; `undefined` results are not kept (unknown keys stay misses). */
+  async get(key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
+    if (this.feed.reliable) {
+      const hit = this.entries.get(key);
+      if (hit !== undefined) return hit;
+    }
+    const generation = this.generation;
+    const value = await load();
+    if (value !== undefined && this.feed.reliable && generation === this.generation) {
+      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      this.entries.set(key, value);
+    }
+    return value;
+  }
+
+  delete(key: K): void {
+    this.entries.delete(key);
+  }
+}

@@ -1,0 +1,124 @@
+import { sql } from "kysely";
+import pg from "pg";
+import type { Queryable } from "./database.js";
+
+/**
+ * What in-memory caches may be holding that a change makes stale:
+ * - `org`: the organization and its settings;
+ * - `auth`: token holders, their privileges and their own user resource.
+ */
+export type Topic = "org" | "auth";
+const TOPICS: readonly Topic[] = ["org", "auth"];
+const CHANNEL = "portico_changes";
+
+/**
+ * Tells caches that data changed. Within one process a change is announced right after its
+ * transaction commits. With PostgreSQL, several nodes share the data, so the change is also sent
+ * with NOTIFY inside the transaction (PostgreSQL delivers it at commit, and never for a rollback)
+ * and every node listens. While the listening connection is down a node cannot know what changed
+ * elsewhere, so `reliable` turns false and caches must read through until it is back.
+ */
+export class ChangeFeed {
+  private readonly listeners = new Map<Topic, Set<() => void>>();
+  private client: pg.Client | undefined;
+  private connected: boolean;
+  private closed = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  private constructor(
+    private readonly databaseUrl: string | undefined,
+    private readonly schema: string | undefined,
+    private readonly onError: (err: unknown) => void,
+  ) {
+    // With one embedded database there are no other writers to hear from.
+    this.connected = databaseUrl === undefined;
+  }
+
+  static async start(options: {
+    databaseUrl: string | undefined;
+    schema: string | undefined;
+    onError?: (err: unknown) => void;
+  }): Promise<ChangeFeed> {
+    const feed = new ChangeFeed(options.databaseUrl, options.schema, options.onError ?? (() => {}));
+    if (options.databaseUrl) await feed.listen();
+    return feed;
+  }
+
+  /** False while changes made by other nodes could go unheard: caches must not answer then. */
+  get reliable(): boolean {
+    return this.connected;
+  }
+
+  subscribe(topic: Topic, listener: () => void): void {
+    let set = this.listeners.get(topic);
+    if (!set) {
+      set = new Set();
+      this.listeners.set(topic, set);
+    }
+    set.add(listener);
+  }
+
+  /** Inside the transaction making a change: tells the other nodes when (if) it commits. */
+  async announce(trx: Queryable, topics: readonly Topic[]): Promise<void> {
+    if (!this.databaseUrl) return;
+    const payload = this.schema ? `${this.schema}:${topics.join(",")}` : topics.join(",");
+    await sql`SELECT pg_notify(${CHANNEL}, ${payload})`.execute(trx);
+  }
+
+  /** After a commit: drops what this process cached. */
+  publish(topics: readonly Topic[]): void {
+    for (const topic of topics) for (const listener of this.listeners.get(topic) ?? []) listener();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retryTimer);
+    const client = this.client;
+    this.client = undefined;
+    await client?.end().catch(() => {});
+  }
+
+  private async listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.databaseUrl });
+    client.on("notification", (message) => {
+      const payload = message.payload ?? "";
+      const [scope, topics] = this.schema ? splitOnce(payload, ":") : ["", payload];
+      // Several portals (tests, or tenants) may share one database in separate schemas.
+      if (this.schema && scope !== this.schema) return;
+      this.publish((topics ?? "").split(",").filter((t): t is Topic => (TOPICS as string[]).includes(t)));
+    });
+    client.on("error", (err) => this.lost(err));
+    client.on("end", () => this.lost(new Error("change-feed connection ended")));
+    await client.connect();
+    await client.query(`LISTEN ${CHANNEL}`);
+    this.client = client;
+    this.connected = true;
+    // Anything may have changed while we were not listening.
+    this.publish(TOPICS);
+  }
+
+  private lost(err: unknown): void {
+    if (this.closed || !this.connected) return;
+    this.connected = false;
+    this.client = undefined;
+    this.publish(TOPICS);
+    this.onError(err);
+    this.retry(500);
+  }
+
+  private retry(delayMs: number): void {
+    if (this.closed) return;
+    this.retryTimer = setTimeout(() => {
+      this.listen().catch((err: unknown) => {
+        this.onError(err);
+        this.retry(Math.min(delayMs * 2, 10_000));
+      });
+    }, delayMs);
+    this.retryTimer.unref();
+  }
+}
+
+function splitOnce(text: string, separator: string): [string, string | undefined] {
+  const i = text.indexOf(separator);
+  return i < 0 ? [text, undefined] : [text.slice(0, i), text.slice(i + 1)];
+}
