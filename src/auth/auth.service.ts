@@ -47,7 +47,7 @@ export class AuthService {
     private readonly db: Db,
     private readonly portal: PortalService,
   ) {
-    this.holders = new FeedCache(db.feed, ["auth"]);
+    this.holders = new FeedCache(db.feed, ["auth"], (holder) => holder.caller.userId);
   }
 
   async generateToken(request: TokenRequest): Promise<IssuedToken> {
@@ -89,9 +89,9 @@ export class AuthService {
           },
           now,
         );
-        // lastLogin is part of the signed-in user's cached resource.
       },
-      { changes: ["auth"] },
+      // lastLogin is part of the signed-in user's cached resource.
+      { changes: [`auth:${user.id}`] },
     );
     return { token, expires, ssl: org.settings.allSSL === true };
   }
@@ -128,13 +128,14 @@ export class AuthService {
           objectId: holder.username,
           actor: { id: holder.userId, username: holder.username },
         });
+        return holder.userId;
       },
-      { changes: ["auth"] },
+      { changes: (userId) => [`auth:${userId}`] },
     );
   }
 
   /** Removes expired token rows; run periodically. */
   purgeExpired(): Promise<number> {
-    return deleteExpiredTokens(this.db.kysely, Date.now());
+    return this.db.transaction((trx) => deleteExpiredTokens(trx, Date.now()));
   }
 }

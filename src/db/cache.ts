@@ -9,15 +9,25 @@ export class FeedCache<K, V> {
   private readonly entries = new Map<K, V>();
   private generation = 0;
 
+  /**
+   * `subjectOf` names the subject an entry is about (a user id); a change of one subject then
+   * drops only that subject's entries. Without it, any change of the topics empties the cache.
+   */
   constructor(
     private readonly feed: ChangeFeed,
     topics: readonly Topic[],
+    private readonly subjectOf?: (value: V) => string,
     private readonly maxEntries = 10_000,
   ) {
     for (const topic of topics) {
-      feed.subscribe(topic, () => {
+      feed.subscribe(topic, (subject) => {
         this.generation++;
-        this.entries.clear();
+        if (subject === undefined || !this.subjectOf) {
+          this.entries.clear();
+          return;
+        }
+        for (const [key, value] of this.entries)
+          if (this.subjectOf(value) === subject) this.entries.delete(key);
       });
     }
   }

@@ -9,6 +9,19 @@ import type { Queryable } from "./database.js";
  */
 export type Topic = "org" | "auth";
 const TOPICS: readonly Topic[] = ["org", "auth"];
+
+/**
+ * A change: a whole topic (`auth`), or one subject within it (`auth:<userId>`), so caches can
+ * drop only what concerns that subject.
+ */
+export type Change = Topic | `${Topic}:${string}`;
+
+function parseChange(text: string): { topic: Topic; subject: string | undefined } | undefined {
+  const i = text.indexOf(":");
+  const topic = (i < 0 ? text : text.slice(0, i)) as Topic;
+  if (!TOPICS.includes(topic)) return undefined;
+  return { topic, subject: i < 0 ? undefined : text.slice(i + 1) };
+}
 const CHANNEL = "portico_changes";
 
 /**
@@ -19,7 +32,7 @@ const CHANNEL = "portico_changes";
  * elsewhere, so `reliable` turns false and caches must read through until it is back.
  */
 export class ChangeFeed {
-  private readonly listeners = new Map<Topic, Set<() => void>>();
+  private readonly listeners = new Map<Topic, Set<(subject: string | undefined) => void>>();
   private client: pg.Client | undefined;
   private connected: boolean;
   private closed = false;
@@ -49,7 +62,8 @@ export class ChangeFeed {
     return this.connected;
   }
 
-  subscribe(topic: Topic, listener: () => void): void {
+  /** `listener` gets the subject of the change, or undefined when the whole topic changed. */
+  subscribe(topic: Topic, listener: (subject: string | undefined) => void): void {
     let set = this.listeners.get(topic);
     if (!set) {
       set = new Set();
@@ -59,15 +73,19 @@ export class ChangeFeed {
   }
 
   /** Inside the transaction making a change: tells the other nodes when (if) it commits. */
-  async announce(trx: Queryable, topics: readonly Topic[]): Promise<void> {
+  async announce(trx: Queryable, changes: readonly Change[]): Promise<void> {
     if (!this.databaseUrl) return;
-    const payload = this.schema ? `${this.schema}:${topics.join(",")}` : topics.join(",");
+    const payload = `${this.schema ?? ""}/${changes.join(",")}`;
     await sql`SELECT pg_notify(${CHANNEL}, ${payload})`.execute(trx);
   }
 
   /** After a commit: drops what this process cached. */
-  publish(topics: readonly Topic[]): void {
-    for (const topic of topics) for (const listener of this.listeners.get(topic) ?? []) listener();
+  publish(changes: readonly Change[]): void {
+    for (const change of changes) {
+      const parsed = parseChange(change);
+      if (!parsed) continue;
+      for (const listener of this.listeners.get(parsed.topic) ?? []) listener(parsed.subject);
+    }
   }
 
   async close(): Promise<void> {
@@ -82,10 +100,10 @@ export class ChangeFeed {
     const client = new pg.Client({ connectionString: this.databaseUrl });
     client.on("notification", (message) => {
       const payload = message.payload ?? "";
-      const [scope, topics] = this.schema ? splitOnce(payload, ":") : ["", payload];
+      const slash = payload.indexOf("/");
       // Several portals (tests, or tenants) may share one database in separate schemas.
-      if (this.schema && scope !== this.schema) return;
-      this.publish((topics ?? "").split(",").filter((t): t is Topic => (TOPICS as string[]).includes(t)));
+      if (slash < 0 || payload.slice(0, slash) !== (this.schema ?? "")) return;
+      this.publish(payload.slice(slash + 1).split(",") as Change[]);
     });
     client.on("error", (err) => this.lost(err));
     client.on("end", () => this.lost(new Error("change-feed connection ended")));
@@ -116,9 +134,4 @@ export class ChangeFeed {
     }, delayMs);
     this.retryTimer.unref();
   }
-}
-
-function splitOnce(text: string, separator: string): [string, string | undefined] {
-  const i = text.indexOf(separator);
-  return i < 0 ? [text, undefined] : [text.slice(0, i), text.slice(i + 1)];
 }

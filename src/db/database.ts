@@ -3,7 +3,7 @@ import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
-import { ChangeFeed, type Topic } from "./change-feed.js";
+import { type Change, ChangeFeed } from "./change-feed.js";
 import type { Database } from "./schema.js";
 
 export type Engine = "sqlite" | "postgres";
@@ -11,16 +11,30 @@ export type Engine = "sqlite" | "postgres";
 /** A Kysely handle: the database itself or a transaction. Repositories accept either. */
 export type Queryable = Kysely<Database> | Transaction<Database>;
 
-export interface TransactionOptions {
-  /** What the change makes stale in caches: announced to every node once it commits. */
-  changes?: readonly Topic[];
+export interface TransactionOptions<T> {
+  /**
+   * What the change makes stale in caches, announced to every node once it commits; a function
+   * when it depends on what the work found (the id of the user it changed).
+   */
+  changes?: readonly Change[] | ((result: T) => readonly Change[]);
+}
+
+function changesOf<T>(options: TransactionOptions<T> | undefined, result: T): readonly Change[] {
+  const changes = options?.changes ?? [];
+  return typeof changes === "function" ? changes(result) : changes;
 }
 
 export interface Db {
   engine: Engine;
   /** The PostgreSQL schema portico's tables live in; undefined on SQLite. */
   schema: string | undefined;
+  /**
+   * For reads outside a transaction. Writes go through `transaction` (or `migrate`): on SQLite this
+   * is a separate read connection, so reads never wait behind a committing write (WAL).
+   */
   kysely: Kysely<Database>;
+  /** The connection schema migrations run on. */
+  writer: Kysely<Database>;
   /** Cache invalidation across transactions and nodes. */
   feed: ChangeFeed;
   /**
@@ -28,7 +42,10 @@ export interface Db {
    * must use only `trx` and do nothing slow (no hashing, no network): on SQLite the transaction
    * holds the single connection.
    */
-  transaction<T>(work: (trx: Transaction<Database>) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  transaction<T>(
+    work: (trx: Transaction<Database>) => Promise<T>,
+    options?: TransactionOptions<T>,
+  ): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -53,6 +70,27 @@ const STATEMENT_CACHE_LIMIT = 500;
 async function openSqlite(dataDir: string): Promise<Db> {
   fs.mkdirSync(dataDir, { recursive: true });
   const file = path.join(dataDir, "portico.sqlite");
+  // Two connections: the writer runs every transaction; the reader serves reads outside them, so
+  // a request's authentication never queues behind another request's commit.
+  const writer = new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(file) }) });
+  const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(file) }) });
+  const feed = await ChangeFeed.start({ databaseUrl: undefined, schema: undefined });
+  const groupCommit = new GroupCommit(writer, feed);
+  return {
+    engine: "sqlite",
+    schema: undefined,
+    kysely: reader,
+    writer,
+    feed,
+    transaction: (work, options) => groupCommit.run(work, options),
+    async close() {
+      await reader.destroy();
+      await writer.destroy();
+    },
+  };
+}
+
+function connectSqlite(file: string): SqliteDatabase {
   const sqlite = new SQLite(file);
   // WAL lets readers proceed during a write; synchronous=FULL makes each commit durable, which is
   // what "a change and its events commit together" promises after a power cut, not only a crash.
@@ -63,7 +101,7 @@ async function openSqlite(dataDir: string): Promise<Db> {
   // Kysely prepares every statement anew; preparing costs more than running a point query, and
   // the set of distinct statements is small, so keep them.
   const statements = new Map<string, SQLite.Statement>();
-  const database: SqliteDatabase = {
+  return {
     close: () => sqlite.close(),
     prepare(text) {
       let statement = statements.get(text);
@@ -74,17 +112,6 @@ async function openSqlite(dataDir: string): Promise<Db> {
       }
       return statement;
     },
-  };
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
-  const feed = await ChangeFeed.start({ databaseUrl: undefined, schema: undefined });
-  const groupCommit = new GroupCommit(kysely, feed);
-  return {
-    engine: "sqlite",
-    schema: undefined,
-    kysely,
-    feed,
-    transaction: (work, options) => groupCommit.run(work, options?.changes ?? []),
-    close: () => kysely.destroy(),
   };
 }
 
@@ -107,7 +134,7 @@ async function openPostgres(
   }
   const pool = new pg.Pool({
     connectionString: url,
-    max: 10,
+    max: 20,
     // bigint (int8) columns hold epoch milliseconds and counts, all far below 2^53.
     types: {
       getTypeParser: (oid: number, format?: "text" | "binary") =>
@@ -130,11 +157,13 @@ async function openPostgres(
     engine: "postgres",
     schema: current,
     kysely,
+    writer: kysely,
     feed,
     async transaction(work, options) {
-      const changes = options?.changes ?? [];
+      let changes: readonly Change[] = [];
       const result = await kysely.transaction().execute(async (trx) => {
         const value = await work(trx);
+        changes = changesOf(options, value);
         if (changes.length > 0) await feed.announce(trx, changes);
         return value;
       });
@@ -150,7 +179,7 @@ async function openPostgres(
 
 interface PendingUnit {
   work: (trx: Transaction<Database>) => Promise<unknown>;
-  changes: readonly Topic[];
+  options: TransactionOptions<unknown> | undefined;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -174,9 +203,17 @@ class GroupCommit {
     private readonly feed: ChangeFeed,
   ) {}
 
-  run<T>(work: (trx: Transaction<Database>) => Promise<T>, changes: readonly Topic[]): Promise<T> {
+  run<T>(
+    work: (trx: Transaction<Database>) => Promise<T>,
+    options: TransactionOptions<T> | undefined,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, changes, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({
+        work,
+        options: options as TransactionOptions<unknown> | undefined,
+        resolve: resolve as (value: unknown) => void,
+        reject,
+      });
       if (!this.draining) void this.drain();
     });
   }
@@ -185,6 +222,9 @@ class GroupCommit {
     this.draining = true;
     try {
       while (this.queue.length > 0) {
+        // better-sqlite3 runs synchronously, so without this the loop would never yield to I/O:
+        // requests that arrived during the last commit could not join the next group.
+        await new Promise((resolve) => setImmediate(resolve));
         const group = this.queue.splice(0, MAX_GROUP);
         const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
         try {
@@ -209,11 +249,11 @@ class GroupCommit {
           });
           continue;
         }
-        const changed = new Set<Topic>();
+        const changed = new Set<Change>();
         group.forEach((unit, i) => {
           const outcome = outcomes[i] as (typeof outcomes)[number];
           if (outcome.ok) {
-            for (const topic of unit.changes) changed.add(topic);
+            for (const change of changesOf(unit.options, outcome.value)) changed.add(change);
             unit.resolve(outcome.value);
           } else {
             unit.reject(outcome.error);

@@ -26,7 +26,7 @@ function provider(engine: Engine): MigrationProvider {
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const migrator = new Migrator({
-    db: db.kysely,
+    db: db.writer,
     provider: provider(db.engine),
     // Kysely looks for its bookkeeping tables in every schema unless told which one; another
     // application (or test run) in the same database would otherwise make it skip creating ours.

@@ -20,11 +20,27 @@ export function formatForError(f: string | undefined): Format {
   }
 }
 
+/**
+ * Compact JSON of frozen results. Services freeze what they share between requests (the
+ * organization view, a signed-in user); those are serialized once, not on every request.
+ */
+const serialized = new WeakMap<object, string>();
+
+function compactJson(body: unknown): string {
+  if (typeof body !== "object" || body === null || !Object.isFrozen(body)) return JSON.stringify(body);
+  let text = serialized.get(body);
+  if (text === undefined) {
+    text = JSON.stringify(body);
+    serialized.set(body, text);
+  }
+  return text;
+}
+
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
   if (format === "html") {
     return reply.type("text/html; charset=utf-8").send(htmlPage(title, body));
   }
-  const text = format === "pjson" ? JSON.stringify(body, null, 2) : JSON.stringify(body);
+  const text = format === "pjson" ? JSON.stringify(body, null, 2) : compactJson(body);
   return reply.type("application/json; charset=utf-8").send(text);
 }
 

@@ -61,18 +61,16 @@ export class PortalService {
   private readonly cache: FeedCache<"org", Organization>;
 
   constructor(private readonly db: Db) {
-    this.cache = new FeedCache(db.feed, ["org"], 1);
+    this.cache = new FeedCache(db.feed, ["org"], undefined, 1);
   }
 
   /** Creates the organization on first start; safe when several nodes start at once. */
   async ensureOrganization(): Promise<Organization> {
     const now = Date.now();
-    await insertOrganizationIfAbsent(this.db.kysely, {
-      id: newId(),
-      settings: "{}",
-      created: now,
-      modified: now,
-    });
+    await this.db.transaction(
+      (trx) => insertOrganizationIfAbsent(trx, { id: newId(), settings: "{}", created: now, modified: now }),
+      { changes: ["org"] },
+    );
     return this.get();
   }
 

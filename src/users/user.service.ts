@@ -73,7 +73,7 @@ export class UserService {
     private readonly db: Db,
     private readonly portal: PortalService,
   ) {
-    this.selves = new FeedCache(db.feed, ["auth"]);
+    this.selves = new FeedCache(db.feed, ["auth"], (self) => self.id as string);
   }
 
   /** Creates an account. `caller` null is the system itself (the first administrator). */
@@ -218,8 +218,9 @@ export class UserService {
           { source: "user", operation: "update", objectId: row.username, actor: actorOf(caller) },
           now,
         );
+        return row.id;
       },
-      { changes: ["auth"] },
+      { changes: (userId) => [`auth:${userId}`] },
     );
   }
 
@@ -230,19 +231,21 @@ export class UserService {
     }
     await this.db.transaction(
       async (trx) => {
-        await lockOrganization(trx, this.db.engine);
-        const row = await findUser(trx, username);
+        const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         await deleteUser(trx, row.id);
-        await this.ensureAnAdministratorRemains(trx, "delete the last administrator");
+        if (isEnabledFullAdministrator(row)) {
+          await this.ensureAnAdministratorRemains(trx, "delete the last administrator");
+        }
         await recordEvent(trx, {
           source: "user",
           operation: "delete",
           objectId: row.username,
           actor: actorOf(caller),
         });
+        return row.id;
       },
-      { changes: ["auth"] },
+      { changes: (userId) => [`auth:${userId}`] },
     );
   }
 
@@ -255,7 +258,7 @@ export class UserService {
       async (trx) => {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
-        if (Boolean(row.disabled) === disabled) return;
+        if (Boolean(row.disabled) === disabled) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
         if (disabled) {
@@ -274,8 +277,9 @@ export class UserService {
           },
           now,
         );
+        return row.id;
       },
-      { changes: ["auth"] },
+      { changes: (userId) => (userId ? [`auth:${userId}`] : []) },
     );
   }
 
@@ -287,7 +291,7 @@ export class UserService {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         const resolved = await resolveRole(trx, role, "role");
-        if (resolved.role === row.role && resolved.roleId === row.role_id) return;
+        if (resolved.role === row.role && resolved.roleId === row.role_id) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
         if (isEnabledFullAdministrator(row)) {
@@ -304,8 +308,9 @@ export class UserService {
           },
           now,
         );
+        return row.id;
       },
-      { changes: ["auth"] },
+      { changes: (userId) => (userId ? [`auth:${userId}`] : []) },
     );
   }
 
