@@ -69,6 +69,7 @@ const STATEMENT_CACHE_LIMIT = 500;
 
 async function openSqlite(dataDir: string): Promise<Db> {
   fs.mkdirSync(dataDir, { recursive: true });
+  const lock = lockDataDir(dataDir);
   const file = path.join(dataDir, "portico.sqlite");
   // Two connections: the writer runs every transaction; the reader serves reads outside them, so
   // a request's authentication never queues behind another request's commit.
@@ -86,8 +87,33 @@ async function openSqlite(dataDir: string): Promise<Db> {
     async close() {
       await reader.destroy();
       await writer.destroy();
+      lock.close();
     },
   };
+}
+
+/**
+ * One process per embedded database: caches in memory are kept coherent within a process, not
+ * between processes, so a second `portico serve` on the same data directory must not start. An
+ * exclusive SQLite lock on a side file does it portably, and the operating system releases it
+ * when the process dies, however it dies.
+ */
+function lockDataDir(dataDir: string): SQLite.Database {
+  const lock = new SQLite(path.join(dataDir, "portico.lock"));
+  try {
+    lock.pragma("busy_timeout = 0");
+    lock.pragma("locking_mode = EXCLUSIVE");
+    lock.exec("BEGIN EXCLUSIVE; COMMIT");
+  } catch (err) {
+    lock.close();
+    if ((err as { code?: string }).code === "SQLITE_BUSY") {
+      throw new Error(
+        `another portico process is using ${dataDir}; run one process per data directory, or use PostgreSQL for several nodes`,
+      );
+    }
+    throw err;
+  }
+  return lock;
 }
 
 function connectSqlite(file: string): SqliteDatabase {
