@@ -9,6 +9,7 @@ const engines = ["sqlite", ...(process.env.PORTICO_TEST_DATABASE_URL ? ["postgre
 
 export default defineConfig({
   test: {
+    reporters: ["default", "./test/helpers/summary-reporter.ts"],
     projects: engines.map((engine) => ({
       test: {
         name: engine,
