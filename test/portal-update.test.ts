@@ -767,10 +767,20 @@ describe("allSSL behind a trusted proxy", () => {
     expect(answer.allSSL).toBe(false);
   });
 
+  it("refuses to turn allSSL on over plain HTTP, which would lock the caller out", async () => {
+    const answer = await portal.post("/portals/self/update", { allSSL: true }, portal.adminToken);
+    expect(answer.error).toMatchObject({ code: 400 });
+    expect(answer.error.message).toContain("'allSSL'");
+    expect((await selfOver()).allSSL).toBe(false);
+  });
+
   it("refuses plain HTTP with 403 SSL Required once allSSL is true, and serves X-Forwarded-Proto: https", async () => {
-    expect(await portal.post("/portals/self/update", { allSSL: true }, portal.adminToken)).toMatchObject({
-      success: true,
-    });
+    const enable = await fetch(`${portal.api}/portals/self/update`, {
+      method: "POST",
+      headers: { "X-Forwarded-Proto": "https" },
+      body: form({ f: "json", token: portal.adminToken, allSSL: true }),
+    }).then(json);
+    expect(enable).toMatchObject({ success: true });
 
     const res = await fetch(`${portal.api}/portals/self?f=json`);
     expect(res.status).toBe(200);
@@ -804,13 +814,15 @@ describe("allSSL without a trusted proxy", () => {
   });
 
   it("ignores X-Forwarded-Proto from a peer that is not a trusted proxy", async () => {
-    expect(await portal.post("/portals/self/update", { allSSL: true }, portal.adminToken)).toMatchObject({
-      success: true,
-    });
-    const answer = await fetch(`${portal.api}/portals/self?f=json`, {
+    // The header claims HTTPS, but the peer is not a trusted proxy: the request counts as plain
+    // HTTP, so turning allSSL on is refused and nothing changes.
+    const answer = await fetch(`${portal.api}/portals/self/update`, {
+      method: "POST",
       headers: { "X-Forwarded-Proto": "https" },
+      body: form({ f: "json", token: portal.adminToken, allSSL: true }),
     }).then(json);
-    expect(answer.error).toMatchObject({ code: 403, message: "SSL Required" });
+    expect(answer.error.message).toContain("'allSSL'");
+    expect((await portal.get("/portals/self", {}, portal.adminToken)).allSSL).toBe(false);
   });
 });
 

@@ -40,11 +40,6 @@ export function requirePrivilege(caller: Caller | null, privilege: Privilege): a
   if (!caller.privileges.has(privilege)) throw errors.forbidden(`Requires the privilege ${privilege}.`);
 }
 
-/** The default administrator: the built-in org_admin role, not a custom role derived from it. */
-export function isFullAdministrator(caller: Caller | null): boolean {
-  return caller !== null && caller.role === "org_admin" && caller.roleId === null;
-}
-
 export function actorOf(caller: Caller | null): Actor | null {
   return caller ? { id: caller.userId, username: caller.username } : null;
 }

@@ -12,8 +12,6 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0001-initial": m0001,
 };
 
-export const LATEST_MIGRATION = Object.keys(MIGRATIONS).sort().at(-1) as string;
-
 function provider(engine: Engine): MigrationProvider {
   return {
     async getMigrations() {

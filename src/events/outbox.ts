@@ -56,38 +56,3 @@ export async function recordEvent(
     })
     .execute();
 }
-
-/** The payload form of a recorded event (`wire.md` §7, one element of `events`). */
-export interface EventPayload {
-  userId: string;
-  username: string;
-  when: number;
-  operation: string;
-  source: EventSource;
-  id: string;
-  properties: Record<string, unknown>;
-}
-
-export async function listEvents(db: Queryable, afterSeq = 0, limit = 1000) {
-  const rows = await db
-    .selectFrom("events")
-    .selectAll()
-    .where("seq", ">", afterSeq)
-    .orderBy("seq")
-    .limit(limit)
-    .execute();
-  return rows.map((r) => ({
-    seq: r.seq,
-    eventId: r.id,
-    uri: r.uri,
-    payload: {
-      userId: r.actor_id,
-      username: r.actor_username,
-      when: r.occurred,
-      operation: r.operation,
-      source: r.source as EventSource,
-      id: r.object_id,
-      properties: JSON.parse(r.properties) as Record<string, unknown>,
-    } satisfies EventPayload,
-  }));
-}

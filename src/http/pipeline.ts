@@ -48,6 +48,8 @@ export interface HandlerContext<S extends ParamSpecs> {
   /** The bearer token of this request, when one was sent. */
   token: string | undefined;
   requestIp: string;
+  /** Whether the request came over HTTPS (directly, or as a trusted proxy says). */
+  secure: boolean;
   /** Public base of the API root, e.g. `https://gis.example.com/portal/sharing/rest`. */
   apiBase: string;
 }
@@ -144,6 +146,7 @@ export function registerRoutes(
           org: request.org,
           token,
           requestIp: request.ip,
+          secure: request.protocol === "https",
           apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
         });
         return render(reply, format, result, route.name);

@@ -36,6 +36,8 @@ export interface SettingsUpdate {
   /** Settings sent empty; they are reset to their default only when `clearEmptyFields` is true. */
   empty: SettingName[];
   clearEmptyFields: boolean;
+  /** Whether the update itself came over HTTPS: turning `allSSL` on over plain HTTP is refused. */
+  secure: boolean;
 }
 
 const DEFAULT_SETTINGS: Readonly<OrgSettings> = deepFreeze(defaultSettings());
@@ -109,6 +111,12 @@ export class PortalService {
         if (!row) throw new Error("the organization has not been created");
 
         const stored = JSON.parse(row.settings) as Partial<OrgSettings>;
+        if (update.changes.allSSL === true && stored.allSSL !== true && !update.secure) {
+          throw errors.invalidParameter(
+            "allSSL",
+            "can only be turned on over HTTPS: it would lock out every plain-HTTP client, this one included",
+          );
+        }
         for (const name of cleared) delete stored[name];
         Object.assign(stored, update.changes);
         const merged = { ...DEFAULT_SETTINGS, ...stored };

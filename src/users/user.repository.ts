@@ -36,16 +36,6 @@ export async function countFullAdministrators(q: Queryable): Promise<number> {
   return Number(row.n);
 }
 
-export async function countAdministrators(q: Queryable): Promise<number> {
-  const row = await q
-    .selectFrom("users")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("role", "=", "org_admin")
-    .where("role_id", "is", null)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
 export async function countUsersWithRole(q: Queryable, roleId: string): Promise<number> {
   const row = await q
     .selectFrom("users")

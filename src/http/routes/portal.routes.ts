@@ -71,13 +71,14 @@ export const portalRoutes = [
       );
       for (const privilege of privilegesFor(touched)) requirePrivilege(caller, privilege);
     },
-    handler: async ({ params, empty, caller, services }) => {
+    handler: async ({ params, empty, caller, services, secure }) => {
       const changes: Record<string, unknown> = {};
       for (const name of SETTING_NAMES) if (params[name] !== undefined) changes[name] = params[name];
       const { orgId } = await services.portal.update(caller, {
         changes,
         empty: SETTING_NAMES.filter((name) => empty.has(name)),
         clearEmptyFields: params.clearEmptyFields === true,
+        secure,
       });
       return { success: true, orgId };
     },
