@@ -4,6 +4,7 @@ import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import { countUsersWithRole, setBaseRoleForRoleHolders } from "../users/user.repository.js";
+import { type Page, pageInfo } from "../validation/paging.js";
 import { baseRoleOf, isPrivilege } from "./privileges.js";
 import { deleteRole, findRole, insertRole, listRoles, type RoleRow, updateRole } from "./role.repository.js";
 
@@ -22,17 +23,10 @@ function roleJson(row: RoleRow, withPrivileges = false): Record<string, unknown>
 export class RoleService {
   constructor(private readonly db: Db) {}
 
-  async list(caller: Caller | null, page: { start: number; num: number; returnPrivileges: boolean }) {
+  async list(caller: Caller | null, page: Page, returnPrivileges: boolean) {
     requirePrivilege(caller, "portal:admin:viewUsers");
     const { total, rows } = await listRoles(this.db.kysely, { offset: page.start - 1, limit: page.num });
-    const next = page.start + rows.length;
-    return {
-      total,
-      start: page.start,
-      num: page.num,
-      nextStart: next > total || rows.length === 0 ? -1 : next,
-      roles: rows.map((r) => roleJson(r, page.returnPrivileges)),
-    };
+    return { ...pageInfo(page, total, rows.length), roles: rows.map((r) => roleJson(r, returnPrivileges)) };
   }
 
   async get(caller: Caller | null, id: string) {

@@ -12,6 +12,7 @@ import { lockOrganization } from "../portal/org.repository.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { BUILT_IN_PRIVILEGES, type BuiltInRole, baseRoleOf, isBuiltInRole } from "../roles/privileges.js";
 import { findRole } from "../roles/role.repository.js";
+import { type Page, pageInfo } from "../validation/paging.js";
 import {
   countFullAdministrators,
   deleteUser,
@@ -52,9 +53,7 @@ export interface ProfileChanges {
   oldPassword?: string | undefined;
 }
 
-export interface UserPage {
-  start: number;
-  num: number;
+export interface UserPage extends Page {
   sortField: keyof typeof USER_SORT_FIELDS;
   sortOrder: "asc" | "desc";
 }
@@ -153,12 +152,8 @@ export class UserService {
       sortOrder: page.sortOrder,
     });
     const customs = await this.customPrivileges(rows);
-    const next = page.start + rows.length;
     return {
-      total,
-      start: page.start,
-      num: page.num,
-      nextStart: next > total || rows.length === 0 ? -1 : next,
+      ...pageInfo(page, total, rows.length),
       users: rows.map((r) => userJson(r, org.id, "full", customs)),
     };
   }

@@ -8,6 +8,7 @@ import {
 } from "../../portal/org-settings.js";
 import { type Organization, portalView } from "../../portal/portal.service.js";
 import { USER_SORT_FIELDS } from "../../users/user.repository.js";
+import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type ParamSpec, p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
 
@@ -105,15 +106,13 @@ export const portalRoutes = [
     auth: "required",
     privilege: "portal:admin:viewUsers",
     params: {
-      start: p.integer({ min: 1 }),
-      num: p.integer({ min: 1, max: 100 }),
+      ...pagingParams,
       sortField: p.string({ enum: Object.keys(USER_SORT_FIELDS), caseInsensitive: true }),
       sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
     },
     handler: async ({ params, caller, services }) => {
       return services.users.list(caller, {
-        start: params.start ?? 1,
-        num: params.num ?? 10,
+        ...pageOf(params),
         sortField: (params.sortField ?? "username") as keyof typeof USER_SORT_FIELDS,
         sortOrder: (params.sortOrder ?? "asc") as "asc" | "desc",
       });

@@ -1,3 +1,4 @@
+import { pageOf, pagingParams } from "../../validation/paging.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
 
@@ -10,18 +11,9 @@ export const roleRoutes = [
     path: "/portals/:portalId/roles",
     auth: "required",
     privilege: "portal:admin:viewUsers",
-    params: {
-      start: p.integer({ min: 1 }),
-      num: p.integer({ min: 1, max: 100 }),
-      returnPrivileges: p.boolean(),
-    },
-    handler: async ({ params, caller, services }) => {
-      return services.roles.list(caller, {
-        start: params.start ?? 1,
-        num: params.num ?? 10,
-        returnPrivileges: params.returnPrivileges ?? false,
-      });
-    },
+    params: { ...pagingParams, returnPrivileges: p.boolean() },
+    handler: async ({ params, caller, services }) =>
+      services.roles.list(caller, pageOf(params), params.returnPrivileges ?? false),
   }),
   defineRoute({
     name: "roles.create",
