@@ -51,6 +51,10 @@ export const errors = {
     ]),
   userNotFound: (username: string) =>
     new PorticoError(400, `User '${username}' does not exist or is inaccessible.`, "COM_0003", []),
+  itemNotFound: (id: string) =>
+    new PorticoError(400, "Item does not exist or is inaccessible.", "CONT_0001", [`Item '${id}'.`]),
+  groupNotFound: (id: string) =>
+    new PorticoError(400, "Group does not exist or is inaccessible.", "COM_0036", [`Group '${id}'.`]),
   roleNotFound: (id: string) =>
     new PorticoError(400, `Role '${id}' does not exist or is inaccessible.`, "ORG_0020", []),
 

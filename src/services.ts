@@ -1,4 +1,5 @@
 import { AuthService } from "./auth/auth.service.js";
+import { ItemService } from "./content/item.service.js";
 import type { Db } from "./db/database.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
@@ -11,6 +12,7 @@ export interface Services {
   auth: AuthService;
   users: UserService;
   roles: RoleService;
+  items: ItemService;
 }
 
 export function createServices(db: Db): Services {
@@ -21,5 +23,6 @@ export function createServices(db: Db): Services {
     auth: new AuthService(db, portal),
     users: new UserService(db, portal),
     roles: new RoleService(db),
+    items: new ItemService(db, portal),
   };
 }

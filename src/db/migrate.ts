@@ -2,6 +2,7 @@ import type { Kysely, Migration, MigrationProvider } from "kysely";
 import { Migrator } from "kysely";
 import type { Db, Engine } from "./database.js";
 import * as m0001 from "./migrations/0001-initial.js";
+import * as m0002 from "./migrations/0002-content.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -10,6 +11,7 @@ import * as m0001 from "./migrations/0001-initial.js";
  */
 const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Promise<void> }> = {
   "0001-initial": m0001,
+  "0002-content": m0002,
 };
 
 function provider(engine: Engine): MigrationProvider {

@@ -11,6 +11,16 @@ export interface Database {
   roles: RoleTable;
   tokens: TokenTable;
   events: EventTable;
+  folders: FolderTable;
+  items: ItemTable;
+  item_tags: ItemTagTable;
+  item_files: ItemFileTable;
+  groups: GroupTable;
+  group_members: GroupMemberTable;
+  group_invitations: GroupInvitationTable;
+  item_shares: ItemShareTable;
+  comments: CommentTable;
+  feature_services: FeatureServiceTable;
 }
 
 export interface OrganizationTable {
@@ -91,4 +101,122 @@ export interface EventTable {
   properties: string;
   /** The most specific trigger URI, e.g. `/users/jdoe/updateUserRole`; subscriptions match prefixes. */
   uri: string;
+}
+
+export interface FolderTable {
+  id: string;
+  owner_id: string;
+  title: string;
+  title_key: string;
+  created: number;
+}
+
+export interface ItemTable {
+  id: string;
+  owner_id: string;
+  owner: string;
+  owner_key: string;
+  folder_id: string | null;
+  title: string;
+  title_key: string;
+  type: string;
+  type_key: string;
+  /** JSON array of strings. */
+  type_keywords: string;
+  description: string;
+  snippet: string;
+  /** JSON array of strings. */
+  tags: string;
+  url: string | null;
+  /** JSON object, or null. */
+  properties: string | null;
+  /** private | shared | org | public */
+  access: string;
+  protected: number;
+  size: number;
+  thumbnail: string | null;
+  created: number;
+  modified: number;
+}
+
+export interface ItemTagTable {
+  item_id: string;
+  tag_key: string;
+}
+
+export interface ItemFileTable {
+  item_id: string;
+  /** data | thumbnail */
+  kind: string;
+  name: string;
+  content_type: string;
+  content: Buffer;
+}
+
+export interface GroupTable {
+  id: string;
+  owner_id: string;
+  owner: string;
+  title: string;
+  title_key: string;
+  description: string;
+  snippet: string;
+  /** JSON array of strings. */
+  tags: string;
+  /** private | org | public */
+  access: string;
+  is_invitation_only: number;
+  is_view_only: number;
+  protected: number;
+  sort_field: string;
+  sort_order: string;
+  created: number;
+  modified: number;
+}
+
+export interface GroupMemberTable {
+  group_id: string;
+  user_id: string;
+  username: string;
+  /** owner | admin | member */
+  member_type: string;
+  joined: number;
+}
+
+export interface GroupInvitationTable {
+  id: string;
+  group_id: string;
+  user_id: string;
+  username: string;
+  invited_by: string;
+  created: number;
+}
+
+export interface ItemShareTable {
+  item_id: string;
+  group_id: string;
+}
+
+export interface CommentTable {
+  id: string;
+  item_id: string;
+  owner: string;
+  comment: string;
+  created: number;
+  modified: number;
+}
+
+export interface FeatureServiceTable {
+  item_id: string;
+  name: string;
+  name_key: string;
+  /** JSON object: the service-level definition. */
+  definition: string;
+  /** JSON array of layer definitions. */
+  layers: string;
+  /** JSON array of table definitions. */
+  tables: string;
+  is_view: number;
+  created: number;
+  modified: number;
 }

@@ -41,6 +41,8 @@ export interface HandlerContext<S extends ParamSpecs> {
   params: ParamValues<S>;
   /** Parameters sent with an empty value. */
   empty: Set<keyof S & string>;
+  /** Files of a multipart request, by field name. */
+  files: Record<string, UploadedFile>;
   path: Record<string, string>;
   caller: Caller | null;
   services: Services;
@@ -81,12 +83,54 @@ export function mergedParams(request: FastifyRequest): Record<string, string> {
     for (const [key, value] of Object.entries(source as Record<string, unknown>)) {
       const v = Array.isArray(value) ? value.at(-1) : value;
       if (v === undefined || v === null) continue;
+      if (isMultipartPart(v)) {
+        if (v.type === "field") out[key] = String(v.value ?? "");
+        continue;
+      }
       // A JSON body (a convenience for scripts) carries objects; ArcGIS form semantics want text.
       out[key] = typeof v === "string" ? v : typeof v === "object" ? JSON.stringify(v) : String(v);
     }
   };
   add(request.query);
   add(request.body);
+  return out;
+}
+
+/** A file sent in a multipart/form-data request (an item's data, a thumbnail). */
+export interface UploadedFile {
+  filename: string;
+  contentType: string;
+  data: Buffer;
+}
+
+interface MultipartPart {
+  type: "field" | "file";
+  value?: unknown;
+  filename?: string;
+  mimetype?: string;
+}
+
+function isMultipartPart(value: unknown): value is MultipartPart {
+  const t = (value as MultipartPart | null)?.type;
+  return (
+    typeof value === "object" && value !== null && (t === "field" || t === "file") && "fieldname" in value
+  );
+}
+
+/** The files of a multipart request, by field name. */
+export function uploadedFiles(request: FastifyRequest): Record<string, UploadedFile> {
+  const out: Record<string, UploadedFile> = {};
+  if (!request.isMultipart() || !request.body || typeof request.body !== "object") return out;
+  for (const [key, value] of Object.entries(request.body as Record<string, unknown>)) {
+    const part = Array.isArray(value) ? value.at(-1) : value;
+    if (isMultipartPart(part) && part.type === "file" && Buffer.isBuffer(part.value)) {
+      out[key] = {
+        filename: part.filename ?? key,
+        contentType: part.mimetype ?? "application/octet-stream",
+        data: part.value,
+      };
+    }
+  }
   return out;
 }
 
@@ -117,7 +161,6 @@ export function registerRoutes(
     app.route({
       method: [...route.methods],
       url: `${root}${route.path}`,
-      config: { routeName: route.name },
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         const raw = mergedParams(request);
         const format: Format = parseFormat(raw.f);
@@ -140,6 +183,7 @@ export function registerRoutes(
         const result = await route.handler({
           params: values,
           empty,
+          files: uploadedFiles(request),
           path,
           caller,
           services: options.services,

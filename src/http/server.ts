@@ -1,4 +1,5 @@
 import formbody from "@fastify/formbody";
+import multipart from "@fastify/multipart";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
 import { errors, PorticoError } from "../errors.js";
@@ -16,6 +17,9 @@ export interface ServerOptions {
   /** A pino logger configuration or instance; tests pass `false`. */
   logger?: boolean | object;
 }
+
+/** Largest file accepted in one upload. */
+const MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
 
 /** Query-string parameters whose values must never reach a log line. */
 const SECRET_PARAMS = /([?&](?:token|password|oldPassword|secret)=)[^&]*/gi;
@@ -49,11 +53,20 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
           },
     trustProxy: config.trustProxy === false ? false : config.trustProxy,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
-    bodyLimit: 10 * 1024 * 1024,
+    bodyLimit: 110 * 1024 * 1024,
     requestIdHeader: "x-request-id",
   });
 
   await app.register(formbody);
+  // Uploads (item data, thumbnails) are read whole into memory, within these limits; the fields
+  // of a multipart request join the other parameters.
+  await app.register(multipart, {
+    attachFieldsToBody: true,
+    limits: { fileSize: MAX_UPLOAD_BYTES, files: 4, fields: 200 },
+    onFile: async (part) => {
+      (part as unknown as { value: Buffer }).value = await part.toBuffer();
+    },
+  });
 
   // Every request needs the organization first: allowedOrigins decides CORS (preflights
   // included) and allSSL may refuse the request before anything else runs.

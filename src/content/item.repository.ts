@@ -1,0 +1,129 @@
+import type { Insertable, Selectable, Updateable } from "kysely";
+import type { Queryable } from "../db/database.js";
+import type { FolderTable, ItemFileTable, ItemTable } from "../db/schema.js";
+
+export type ItemRow = Selectable<ItemTable>;
+export type FolderRow = Selectable<FolderTable>;
+
+export function findItem(q: Queryable, id: string): Promise<ItemRow | undefined> {
+  return q.selectFrom("items").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export async function insertItem(
+  q: Queryable,
+  row: Insertable<ItemTable>,
+  tags: readonly string[],
+): Promise<void> {
+  await q.insertInto("items").values(row).execute();
+  await replaceTags(q, row.id, tags);
+}
+
+export async function updateItem(q: Queryable, id: string, patch: Updateable<ItemTable>): Promise<void> {
+  await q.updateTable("items").set(patch).where("id", "=", id).execute();
+}
+
+/** Keeps the tag index in step with the item's tags. */
+export async function replaceTags(q: Queryable, itemId: string, tags: readonly string[]): Promise<void> {
+  await q.deleteFrom("item_tags").where("item_id", "=", itemId).execute();
+  const keys = [...new Set(tags.map((t) => t.toLowerCase()))];
+  if (keys.length > 0) {
+    await q
+      .insertInto("item_tags")
+      .values(keys.map((tag_key) => ({ item_id: itemId, tag_key })))
+      .execute();
+  }
+}
+
+export async function deleteItem(q: Queryable, id: string): Promise<void> {
+  await q.deleteFrom("items").where("id", "=", id).execute();
+}
+
+export function sharedGroupIds(q: Queryable, itemId: string): Promise<string[]> {
+  return q
+    .selectFrom("item_shares")
+    .select("group_id")
+    .where("item_id", "=", itemId)
+    .execute()
+    .then((rows) => rows.map((r) => r.group_id));
+}
+
+export async function putFile(q: Queryable, row: Insertable<ItemFileTable>): Promise<void> {
+  await q.deleteFrom("item_files").where("item_id", "=", row.item_id).where("kind", "=", row.kind).execute();
+  await q.insertInto("item_files").values(row).execute();
+}
+
+export function findFile(q: Queryable, itemId: string, kind: "data" | "thumbnail") {
+  return q
+    .selectFrom("item_files")
+    .selectAll()
+    .where("item_id", "=", itemId)
+    .where("kind", "=", kind)
+    .executeTakeFirst();
+}
+
+export function findFolder(q: Queryable, ownerId: string, idOrTitle: string): Promise<FolderRow | undefined> {
+  return q
+    .selectFrom("folders")
+    .selectAll()
+    .where("owner_id", "=", ownerId)
+    .where((eb) => eb.or([eb("id", "=", idOrTitle), eb("title_key", "=", idOrTitle.toLowerCase())]))
+    .executeTakeFirst();
+}
+
+export function listFolders(q: Queryable, ownerId: string): Promise<FolderRow[]> {
+  return q.selectFrom("folders").selectAll().where("owner_id", "=", ownerId).orderBy("created").execute();
+}
+
+export async function insertFolder(q: Queryable, row: FolderRow): Promise<void> {
+  await q.insertInto("folders").values(row).execute();
+}
+
+export async function deleteFolder(q: Queryable, id: string): Promise<void> {
+  await q.deleteFrom("folders").where("id", "=", id).execute();
+}
+
+export async function countItemsInFolder(q: Queryable, folderId: string): Promise<number> {
+  const row = await q
+    .selectFrom("items")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("folder_id", "=", folderId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** A user's items in one folder (null: the root), newest first. */
+export async function listOwnItems(
+  q: Queryable,
+  ownerId: string,
+  folderId: string | null,
+  page: { offset: number; limit: number },
+): Promise<{ total: number; rows: ItemRow[] }> {
+  const base = q
+    .selectFrom("items")
+    .where("owner_id", "=", ownerId)
+    .where("folder_id", folderId === null ? "is" : "=", folderId);
+  const total = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  const rows = await base
+    .selectAll()
+    .orderBy("modified", "desc")
+    .orderBy("id")
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return { total: Number(total.n), rows };
+}
+
+/** Whether a user owns anything that would be orphaned by deleting the account. */
+export async function ownsContent(q: Queryable, userId: string): Promise<{ items: number; groups: number }> {
+  const items = await q
+    .selectFrom("items")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner_id", "=", userId)
+    .executeTakeFirstOrThrow();
+  const groups = await q
+    .selectFrom("groups")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner_id", "=", userId)
+    .executeTakeFirstOrThrow();
+  return { items: Number(items.n), groups: Number(groups.n) };
+}

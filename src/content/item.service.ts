@@ -1,0 +1,434 @@
+import type { Transaction } from "kysely";
+import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { type Db, isUniqueViolation } from "../db/database.js";
+import type { Database } from "../db/schema.js";
+import { errors } from "../errors.js";
+import { recordEvent } from "../events/outbox.js";
+import { newId } from "../ids.js";
+import type { PortalService } from "../portal/portal.service.js";
+import { findUser } from "../users/user.repository.js";
+import { type Page, pageInfo } from "../validation/paging.js";
+import { canViewItem, type Viewer, viewerOf } from "./access.js";
+import {
+  countItemsInFolder,
+  deleteFolder,
+  deleteItem,
+  type FolderRow,
+  findFile,
+  findFolder,
+  findItem,
+  type ItemRow,
+  insertFolder,
+  insertItem,
+  listFolders,
+  listOwnItems,
+  putFile,
+  replaceTags,
+  sharedGroupIds,
+  updateItem,
+} from "./item.repository.js";
+
+type Trx = Transaction<Database>;
+
+/** An uploaded or inline file of an item. */
+export interface ItemFile {
+  filename: string;
+  contentType: string;
+  data: Buffer;
+}
+
+export interface ItemFields {
+  title?: string | undefined;
+  type?: string | undefined;
+  typeKeywords?: string[] | undefined;
+  description?: string | undefined;
+  snippet?: string | undefined;
+  tags?: string[] | undefined;
+  url?: string | undefined;
+  properties?: Record<string, unknown> | undefined;
+  /** The item's data, from `text` or an uploaded `file`. */
+  data?: ItemFile | undefined;
+  thumbnail?: ItemFile | undefined;
+}
+
+/** Image types accepted as thumbnails, recognised by their first bytes rather than their name. */
+function imageType(data: Buffer): string | undefined {
+  if (data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
+    return "image/png";
+  if (data.subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff]))) return "image/jpeg";
+  if (
+    data
+      .subarray(0, 6)
+      .toString("latin1")
+      .match(/^GIF8[79]a$/)
+  )
+    return "image/gif";
+  return undefined;
+}
+
+/**
+ * Items and folders (`wire.md` §6): each change writes its webhook event in the same transaction.
+ */
+export class ItemService {
+  constructor(
+    private readonly db: Db,
+    private readonly portal: PortalService,
+  ) {}
+
+  async viewer(caller: Caller | null): Promise<Viewer> {
+    const org = await this.portal.get();
+    return viewerOf(this.db.kysely, caller, org.settings.access === "public");
+  }
+
+  /** The item, if the caller may see it; a missing and a hidden item give the same answer. */
+  async get(caller: Caller | null, id: string): Promise<Record<string, unknown>> {
+    const { row, shared } = await this.visible(caller, id);
+    return this.itemJson(row, shared);
+  }
+
+  async data(caller: Caller | null, id: string): Promise<ItemFile | undefined> {
+    await this.visible(caller, id);
+    const file = await findFile(this.db.kysely, id, "data");
+    return file
+      ? { filename: file.name, contentType: file.content_type, data: Buffer.from(file.content) }
+      : undefined;
+  }
+
+  async thumbnail(caller: Caller | null, id: string): Promise<ItemFile | undefined> {
+    await this.visible(caller, id);
+    const file = await findFile(this.db.kysely, id, "thumbnail");
+    return file
+      ? { filename: file.name, contentType: file.content_type, data: Buffer.from(file.content) }
+      : undefined;
+  }
+
+  async add(caller: Caller | null, username: string, folder: string | undefined, fields: ItemFields) {
+    requirePrivilege(caller, "portal:user:createItem");
+    this.requireOwnContent(caller, username);
+    if (!fields.title) throw errors.missingParameter("title");
+    if (!fields.type) throw errors.missingParameter("type");
+    this.checkThumbnail(fields.thumbnail);
+    const now = Date.now();
+    const id = newId();
+    return this.db.transaction(async (trx) => {
+      const owner = await this.ownerRow(trx, username);
+      const folderRow = folder ? await this.mustFindFolder(trx, owner.id, folder) : undefined;
+      const tags = fields.tags ?? [];
+      await insertItem(
+        trx,
+        {
+          id,
+          owner_id: owner.id,
+          owner: owner.username,
+          owner_key: owner.username.toLowerCase(),
+          folder_id: folderRow?.id ?? null,
+          title: fields.title as string,
+          title_key: (fields.title as string).toLowerCase(),
+          type: fields.type as string,
+          type_key: (fields.type as string).toLowerCase(),
+          type_keywords: JSON.stringify(fields.typeKeywords ?? []),
+          description: fields.description ?? "",
+          snippet: fields.snippet ?? "",
+          tags: JSON.stringify(tags),
+          url: fields.url ?? null,
+          properties: fields.properties ? JSON.stringify(fields.properties) : null,
+          access: "private",
+          protected: 0,
+          size: fields.data?.data.length ?? 0,
+          thumbnail: fields.thumbnail ? `thumbnail/${fields.thumbnail.filename}` : null,
+          created: now,
+          modified: now,
+        },
+        tags,
+      );
+      await this.storeFiles(trx, id, fields);
+      await recordEvent(trx, { source: "item", operation: "add", objectId: id, actor: actorOf(caller) }, now);
+      return { success: true, id, folder: folderRow?.id ?? null };
+    });
+  }
+
+  async update(caller: Caller | null, username: string, id: string, fields: ItemFields, cleared: string[]) {
+    this.checkThumbnail(fields.thumbnail);
+    const now = Date.now();
+    await this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
+      await updateItem(trx, id, {
+        ...(fields.title !== undefined ? { title: fields.title, title_key: fields.title.toLowerCase() } : {}),
+        ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
+        ...(fields.description !== undefined || cleared.includes("description")
+          ? { description: fields.description ?? "" }
+          : {}),
+        ...(fields.snippet !== undefined || cleared.includes("snippet")
+          ? { snippet: fields.snippet ?? "" }
+          : {}),
+        ...(tags !== undefined ? { tags: JSON.stringify(tags) } : {}),
+        ...(fields.url !== undefined || cleared.includes("url") ? { url: fields.url ?? null } : {}),
+        ...(fields.properties !== undefined || cleared.includes("properties")
+          ? { properties: fields.properties ? JSON.stringify(fields.properties) : null }
+          : {}),
+        ...(fields.data ? { size: fields.data.data.length } : {}),
+        ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
+        modified: Math.max(now, row.modified + 1),
+      });
+      if (tags !== undefined) await replaceTags(trx, id, tags);
+      await this.storeFiles(trx, id, fields);
+      await recordEvent(
+        trx,
+        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+        now,
+      );
+    });
+    return { success: true, id };
+  }
+
+  async delete(caller: Caller | null, username: string, id: string) {
+    await this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:deleteItems");
+      if (row.protected) {
+        throw errors.conflict(`Item '${id}' is protected from deletion.`, "Unprotect it first.");
+      }
+      await deleteItem(trx, id);
+      await recordEvent(trx, { source: "item", operation: "delete", objectId: id, actor: actorOf(caller) });
+    });
+    return { success: true, itemId: id };
+  }
+
+  async setProtected(caller: Caller | null, username: string, id: string, value: boolean) {
+    await this.db.transaction(async (trx) => {
+      await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      await updateItem(trx, id, { protected: value ? 1 : 0 });
+      await recordEvent(trx, { source: "item", operation: "update", objectId: id, actor: actorOf(caller) });
+    });
+    return { success: true };
+  }
+
+  /** Moves an item to a folder of its owner (`/` or empty: the root folder). */
+  async move(caller: Caller | null, username: string, id: string, folder: string) {
+    return this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      const target = folder === "/" ? undefined : await this.mustFindFolder(trx, row.owner_id, folder);
+      await updateItem(trx, id, { folder_id: target?.id ?? null });
+      await recordEvent(trx, { source: "item", operation: "move", objectId: id, actor: actorOf(caller) });
+      return { success: true, itemId: id, owner: row.owner, folder: target?.id ?? null };
+    });
+  }
+
+  /** Gives an item to another user (administrators with `portal:admin:reassignItems`). */
+  async reassign(
+    caller: Caller | null,
+    username: string,
+    id: string,
+    targetUsername: string,
+    targetFolder?: string,
+  ) {
+    requirePrivilege(caller, "portal:admin:reassignItems");
+    return this.db.transaction(async (trx) => {
+      const row = await findItem(trx, id);
+      if (!row || row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
+      const target = await findUser(trx, targetUsername);
+      if (!target) throw errors.invalidParameter("targetUsername", `'${targetUsername}' is not a user`);
+      const folder = targetFolder ? await this.mustFindFolder(trx, target.id, targetFolder) : undefined;
+      await updateItem(trx, id, {
+        owner_id: target.id,
+        owner: target.username,
+        owner_key: target.username.toLowerCase(),
+        folder_id: folder?.id ?? null,
+      });
+      await recordEvent(trx, {
+        source: "item",
+        operation: "reassign",
+        objectId: id,
+        actor: actorOf(caller),
+        properties: { reassignedTo: [target.username] },
+      });
+      return { success: true, itemId: id };
+    });
+  }
+
+  async createFolder(caller: Caller | null, username: string, title: string) {
+    requirePrivilege(caller, "portal:user:createItem");
+    this.requireOwnContent(caller, username);
+    const folder: FolderRow = {
+      id: newId(),
+      owner_id: "",
+      title,
+      title_key: title.toLowerCase(),
+      created: Date.now(),
+    };
+    try {
+      await this.db.transaction(async (trx) => {
+        const owner = await this.ownerRow(trx, username);
+        folder.owner_id = owner.id;
+        await insertFolder(trx, folder);
+      });
+    } catch (err) {
+      if (isUniqueViolation(err)) {
+        throw errors.invalidParameter("title", `a folder named '${title}' already exists`);
+      }
+      throw err;
+    }
+    return { success: true, folder: { username, id: folder.id, title } };
+  }
+
+  async deleteFolder(caller: Caller | null, username: string, folderId: string) {
+    if (caller === null) throw errors.tokenRequired();
+    this.requireOwnContent(caller, username);
+    await this.db.transaction(async (trx) => {
+      const owner = await this.ownerRow(trx, username);
+      const folder = await this.mustFindFolder(trx, owner.id, folderId);
+      const count = await countItemsInFolder(trx, folder.id);
+      if (count > 0) {
+        throw errors.conflict(
+          `Folder '${folder.title}' holds ${count} item(s).`,
+          "Move or delete them first.",
+        );
+      }
+      await deleteFolder(trx, folder.id);
+    });
+    return { success: true, folder: { username, id: folderId } };
+  }
+
+  /** `content/users/<u>[/<folder>]`: the user's items of one folder, and their folders. */
+  async listUserContent(caller: Caller | null, username: string, folder: string | undefined, page: Page) {
+    if (caller === null) throw errors.tokenRequired();
+    if (
+      caller.username.toLowerCase() !== username.toLowerCase() &&
+      !caller.privileges.has("portal:admin:viewItems")
+    ) {
+      throw errors.forbidden();
+    }
+    const owner = await findUser(this.db.kysely, username);
+    if (!owner) throw errors.userNotFound(username);
+    const folderRow = folder ? await this.mustFindFolder(this.db.kysely, owner.id, folder) : undefined;
+    const { total, rows } = await listOwnItems(this.db.kysely, owner.id, folderRow?.id ?? null, {
+      offset: page.start - 1,
+      limit: page.num,
+    });
+    const folders = await listFolders(this.db.kysely, owner.id);
+    const items = await Promise.all(
+      rows.map(async (r) => this.itemJson(r, await sharedGroupIds(this.db.kysely, r.id))),
+    );
+    return {
+      username: owner.username,
+      ...pageInfo(page, total, rows.length),
+      currentFolder: folderRow ? folderJson(folderRow, owner.username) : null,
+      items,
+      folders: folders.map((f) => folderJson(f, owner.username)),
+    };
+  }
+
+  /** The ArcGIS item resource. */
+  async itemJson(row: ItemRow, sharedGroups: readonly string[]): Promise<Record<string, unknown>> {
+    const org = await this.portal.get();
+    return {
+      id: row.id,
+      owner: row.owner,
+      orgId: org.id,
+      created: row.created,
+      modified: row.modified,
+      guid: null,
+      name: null,
+      title: row.title,
+      type: row.type,
+      typeKeywords: JSON.parse(row.type_keywords) as string[],
+      description: row.description,
+      tags: JSON.parse(row.tags) as string[],
+      snippet: row.snippet,
+      thumbnail: row.thumbnail,
+      extent: [],
+      spatialReference: null,
+      accessInformation: null,
+      licenseInfo: null,
+      culture: null,
+      properties: row.properties ? (JSON.parse(row.properties) as unknown) : null,
+      url: row.url,
+      proxyFilter: null,
+      access: row.access,
+      size: row.size,
+      protected: row.protected === 1,
+      ownerFolder: row.folder_id,
+      numComments: 0,
+      numViews: 0,
+      groupIds: sharedGroups,
+    };
+  }
+
+  /** Loads an item the caller may see, with the groups it is shared with. */
+  async visible(caller: Caller | null, id: string): Promise<{ row: ItemRow; shared: string[] }> {
+    const row = await findItem(this.db.kysely, id);
+    if (!row) throw errors.itemNotFound(id);
+    const shared = await sharedGroupIds(this.db.kysely, id);
+    if (!canViewItem(await this.viewer(caller), row, shared)) {
+      if (caller === null) throw errors.tokenRequired();
+      throw errors.itemNotFound(id);
+    }
+    return { row, shared };
+  }
+
+  /** The item at `content/users/<username>/items/<id>`, owned by that user, that the caller may change. */
+  async mustOwnOrAdminister(
+    trx: Trx,
+    caller: Caller | null,
+    username: string,
+    id: string,
+    adminPrivilege: string,
+  ) {
+    if (caller === null) throw errors.tokenRequired();
+    const row = await findItem(trx, id);
+    if (!row || row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
+    if (row.owner_id !== caller.userId && !caller.privileges.has(adminPrivilege)) {
+      throw errors.forbidden(`Only the owner or an administrator may change item '${id}'.`);
+    }
+    return row;
+  }
+
+  private requireOwnContent(caller: Caller, username: string) {
+    if (caller.username.toLowerCase() !== username.toLowerCase()) {
+      throw errors.forbidden("Content can only be added to your own account.");
+    }
+  }
+
+  private async ownerRow(trx: Trx, username: string) {
+    const owner = await findUser(trx, username);
+    if (!owner) throw errors.userNotFound(username);
+    return owner;
+  }
+
+  private async mustFindFolder(q: Trx | Db["kysely"], ownerId: string, folder: string): Promise<FolderRow> {
+    const row = await findFolder(q, ownerId, folder);
+    if (!row) throw errors.invalidParameter("folder", `'${folder}' is not a folder of this user`);
+    return row;
+  }
+
+  private checkThumbnail(thumbnail: ItemFile | undefined) {
+    if (thumbnail && !imageType(thumbnail.data)) {
+      throw errors.invalidParameter("thumbnail", "must be a PNG, GIF or JPEG image");
+    }
+  }
+
+  private async storeFiles(trx: Trx, id: string, fields: ItemFields) {
+    if (fields.data) {
+      await putFile(trx, {
+        item_id: id,
+        kind: "data",
+        name: fields.data.filename,
+        content_type: fields.data.contentType,
+        content: fields.data.data,
+      });
+    }
+    if (fields.thumbnail) {
+      await putFile(trx, {
+        item_id: id,
+        kind: "thumbnail",
+        name: fields.thumbnail.filename,
+        content_type: imageType(fields.thumbnail.data) ?? "application/octet-stream",
+        content: fields.thumbnail.data,
+      });
+    }
+  }
+}
+
+function folderJson(row: FolderRow, username: string) {
+  return { username, id: row.id, title: row.title, created: row.created };
+}
