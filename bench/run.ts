@@ -1,9 +1,9 @@
 /**
- * `npm run bench`: how portico compares with a bare Node HTTP server on this machine, plus its
- * start-up time and idle memory. Absolute figures depend on the machine and its neighbours, so
- * throughput goals are ratios against a baseline measured in the same run; see USAGE for flags.
- * Goals that are missed are reported, not failed: the exit code is non-zero only when the harness
- * could not measure something.
+ * `npm run bench`: how portico compares with a bare Node HTTP server on this machine, how fast it
+ * searches a portal of 100,000 items, plus its start-up time and idle memory. Absolute figures
+ * depend on the machine and its neighbours, so throughput goals are ratios against a baseline
+ * measured in the same run; see USAGE for flags. Goals that are missed are reported, not failed:
+ * the exit code is non-zero only when the harness could not measure something.
  */
 import fs from "node:fs";
 import os from "node:os";
@@ -12,6 +12,7 @@ import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { cleanupAll, onCleanup } from "./cleanup.js";
+import { CONTENT, createServiceCase, searchCases, seedContent } from "./content.js";
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
 import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
@@ -30,6 +31,8 @@ const GOALS = {
   /** Spawn to first answer, judged on the median of the timed starts. */
   startMs: 1500,
   idleRssBytes: 150 * 1024 * 1024,
+  /** Item searches over the seeded content, judged on latency: what a user waits for. */
+  searchP99Ms: 20,
 };
 
 /** Load before the idle-memory reading, so it includes what serving requests allocates. */
@@ -54,6 +57,9 @@ interface EngineFigures {
   engine: Engine;
   reads: LoadResult;
   writes: LoadResult;
+  /** Searches by owner, tag and type over the seeded items. */
+  searches: LoadResult[];
+  createService: LoadResult;
   idleMemory: { rss: number; peak: number } | undefined;
   afterLoadMemory: { rss: number; peak: number } | undefined;
 }
@@ -61,6 +67,7 @@ interface EngineFigures {
 /** A portal started on a fresh store, signed in, with its user pool created. */
 interface Session {
   server: ServerProcess;
+  store: Store;
   token: string;
   users: string[];
   /** The answer of the read case, which the baseline serves byte for byte. */
@@ -135,10 +142,18 @@ async function main(): Promise<number> {
         writeCase(engine, session.server.url, session.token, session.users),
         settings,
       );
+      const searches = await measureSearches(engine, session, settings);
+      // After the searches, so that their figures are taken on exactly the seeded content.
+      const createService = await measure(
+        createServiceCase(engine.name, session.server.url, session.token, ADMIN.username),
+        settings,
+      );
       figures.push({
         engine,
         reads,
         writes,
+        searches,
+        createService,
         idleMemory: session.idleMemory,
         afterLoadMemory: session.server.memory(),
       });
@@ -255,7 +270,7 @@ async function openSession(engine: Engine, options: BenchOptions, connections: n
     const seeding = performance.now();
     const users = await seedUsers(api, token, options.users);
     say(`  ${engine.name}: created ${users.length} users in ${ms(performance.now() - seeding)}`);
-    return { server, token, users, selfBody, idleMemory, close };
+    return { server, store, token, users, selfBody, idleMemory, close };
   } catch (err) {
     await close();
     throw err;
@@ -348,6 +363,28 @@ function writeCase(engine: Engine, origin: string, token: string, users: string[
   };
 }
 
+/**
+ * Seeds the content (not measured), then searches as a member of the organization: the
+ * visibility rule (own, public and org items, and items shared with the member's groups) is part
+ * of every query, as it is for most real callers.
+ */
+async function measureSearches(engine: Engine, session: Session, settings: LoadSettings) {
+  const searcher = session.users[0];
+  if (!searcher) throw new Error("the search case needs a user from the pool");
+  const seeding = performance.now();
+  await seedContent(engine.name, session.store, searcher);
+  say(
+    `  ${engine.name}: seeded ${CONTENT.items.toLocaleString("en-US")} items (${CONTENT.owners} owners, ` +
+      `${CONTENT.tags} tags, 20 types) in ${ms(performance.now() - seeding)}`,
+  );
+  // The password PortalApi.createUser gives pool users.
+  const token = await new PortalApi(session.server.url).signIn(searcher, `pw-${searcher}-secret`);
+  const results: LoadResult[] = [];
+  for (const c of searchCases(engine.name, session.server.url, token))
+    results.push(await measure(c, settings));
+  return results;
+}
+
 async function measure(c: LoadCase, settings: LoadSettings): Promise<LoadResult> {
   const r = await runLoad(c, settings);
   say(
@@ -387,6 +424,13 @@ function printSummary(baselines: LoadResult[], figures: EngineFigures[], startup
       goal === undefined ? "" : verdict(q >= goal && !failed),
     ];
   };
+  const latencyRow = (r: LoadResult, engine: string): string[] => {
+    const row = loadRow(r, engine, undefined);
+    const failed = r.errors + r.non2xx + r.rejected > 0;
+    row[9] = `p99 < ${ms(GOALS.searchP99Ms)}`;
+    row[10] = verdict(r.p99 < GOALS.searchP99Ms && !failed);
+    return row;
+  };
   const loadRows = [
     ...baselines.map((b, i) =>
       loadRow({ ...b, name: `${b.name} (${i === 0 ? "before" : "after"})` }, "-", undefined),
@@ -394,6 +438,8 @@ function printSummary(baselines: LoadResult[], figures: EngineFigures[], startup
     ...figures.flatMap((f) => [
       loadRow(f.reads, f.engine.name, GOALS.readRatio),
       loadRow(f.writes, f.engine.name, GOALS.writeRatio),
+      ...f.searches.map((s) => latencyRow(s, f.engine.name)),
+      loadRow(f.createService, f.engine.name, undefined),
     ]),
   ];
   say(

@@ -86,4 +86,19 @@ export const errors = {
     new PorticoError(400, "Unable to generate token.", "GWM_0008", ["This account has been disabled."]),
 
   internal: () => new PorticoError(500, "An internal error occurred.", "GEN_0500", []),
+
+  serviceNameTaken: (existing: string) =>
+    new PorticoError(400, `Service name '${existing}' already exists.`, "SVC_0001", [
+      "'name' of createParameters must be unique in the organization, regardless of case.",
+    ]),
+  serviceNotFound: (name: string) =>
+    new PorticoError(400, "Service does not exist or is inaccessible.", "SVC_0002", [
+      `Service '${name}/FeatureServer'.`,
+    ]),
+  layerNotFound: (service: string, id: string) =>
+    new PorticoError(400, `Layer or table '${id}' does not exist in service '${service}'.`, "SVC_0003", []),
+  groupTitleTaken: (title: string) =>
+    new PorticoError(400, `A group named '${title}' already exists.`, "COM_0040", [
+      "'title' must be unique among the organization's groups, regardless of case.",
+    ]),
 } as const;

@@ -108,43 +108,60 @@ export class ItemService {
     if (!fields.title) throw errors.missingParameter("title");
     if (!fields.type) throw errors.missingParameter("type");
     this.checkThumbnail(fields.thumbnail);
+    const withTitle = { ...fields, title: fields.title, type: fields.type };
+    return this.db.transaction(async (trx) => {
+      const item = await this.insertIn(trx, caller, username, folder, withTitle);
+      return { success: true, ...item };
+    });
+  }
+
+  /**
+   * Writes a new item, its files and its add event in `trx`, so that a change that creates an item
+   * along with more (a hosted service and its definition) commits as one. Privileges and fields
+   * are the caller's to check.
+   */
+  async insertIn(
+    trx: Trx,
+    caller: Caller,
+    username: string,
+    folder: string | undefined,
+    fields: ItemFields & { title: string; type: string },
+  ): Promise<{ id: string; folder: string | null }> {
     const now = Date.now();
     const id = newId();
-    return this.db.transaction(async (trx) => {
-      const owner = await this.ownerRow(trx, username);
-      const folderRow = folder ? await this.mustFindFolder(trx, owner.id, folder) : undefined;
-      const tags = fields.tags ?? [];
-      await insertItem(
-        trx,
-        {
-          id,
-          owner_id: owner.id,
-          owner: owner.username,
-          owner_key: owner.username.toLowerCase(),
-          folder_id: folderRow?.id ?? null,
-          title: fields.title as string,
-          title_key: (fields.title as string).toLowerCase(),
-          type: fields.type as string,
-          type_key: (fields.type as string).toLowerCase(),
-          type_keywords: JSON.stringify(fields.typeKeywords ?? []),
-          description: fields.description ?? "",
-          snippet: fields.snippet ?? "",
-          tags: JSON.stringify(tags),
-          url: fields.url ?? null,
-          properties: fields.properties ? JSON.stringify(fields.properties) : null,
-          access: "private",
-          protected: 0,
-          size: fields.data?.data.length ?? 0,
-          thumbnail: fields.thumbnail ? `thumbnail/${fields.thumbnail.filename}` : null,
-          created: now,
-          modified: now,
-        },
-        tags,
-      );
-      await this.storeFiles(trx, id, fields);
-      await recordEvent(trx, { source: "item", operation: "add", objectId: id, actor: actorOf(caller) }, now);
-      return { success: true, id, folder: folderRow?.id ?? null };
-    });
+    const owner = await this.ownerRow(trx, username);
+    const folderRow = folder ? await this.mustFindFolder(trx, owner.id, folder) : undefined;
+    const tags = fields.tags ?? [];
+    await insertItem(
+      trx,
+      {
+        id,
+        owner_id: owner.id,
+        owner: owner.username,
+        owner_key: owner.username.toLowerCase(),
+        folder_id: folderRow?.id ?? null,
+        title: fields.title,
+        title_key: fields.title.toLowerCase(),
+        type: fields.type,
+        type_key: fields.type.toLowerCase(),
+        type_keywords: JSON.stringify(fields.typeKeywords ?? []),
+        description: fields.description ?? "",
+        snippet: fields.snippet ?? "",
+        tags: JSON.stringify(tags),
+        url: fields.url ?? null,
+        properties: fields.properties ? JSON.stringify(fields.properties) : null,
+        access: "private",
+        protected: 0,
+        size: fields.data?.data.length ?? 0,
+        thumbnail: fields.thumbnail ? `thumbnail/${fields.thumbnail.filename}` : null,
+        created: now,
+        modified: now,
+      },
+      tags,
+    );
+    await this.storeFiles(trx, id, fields);
+    await recordEvent(trx, { source: "item", operation: "add", objectId: id, actor: actorOf(caller) }, now);
+    return { id, folder: folderRow?.id ?? null };
   }
 
   async update(caller: Caller | null, username: string, id: string, fields: ItemFields, cleared: string[]) {

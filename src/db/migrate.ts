@@ -3,6 +3,7 @@ import { Migrator } from "kysely";
 import type { Db, Engine } from "./database.js";
 import * as m0001 from "./migrations/0001-initial.js";
 import * as m0002 from "./migrations/0002-content.js";
+import * as m0003 from "./migrations/0003-search-indexes.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -12,6 +13,7 @@ import * as m0002 from "./migrations/0002-content.js";
 const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Promise<void> }> = {
   "0001-initial": m0001,
   "0002-content": m0002,
+  "0003-search-indexes": m0003,
 };
 
 function provider(engine: Engine): MigrationProvider {

@@ -17,10 +17,16 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
   /** Stable name used in logs and metrics, e.g. `portal.update`. */
   name: string;
   methods: readonly ("GET" | "POST")[];
-  /** Path below the API root, with `:params`, e.g. `/portals/:portalId/update`. */
-  path: string;
-  /** `sharing` is `/sharing/rest`, `portaladmin` is `/portaladmin`. */
-  root?: "sharing" | "portaladmin";
+  /**
+   * Path below the API root, with `:params`, e.g. `/portals/:portalId/update`; several when the
+   * public API answers the same operation at more than one address (with and without a folder).
+   */
+  path: string | readonly string[];
+  /**
+   * `sharing` is `/sharing/rest`, `portaladmin` is `/portaladmin`, `server` is `/rest` (the hosted
+   * services, where ArcGIS Server would answer).
+   */
+  root?: "sharing" | "portaladmin" | "server";
   /**
    * `none`: credentials are not read (info, generateToken). `optional`: anonymous allowed, a token
    * that is sent must be valid. `required`: anonymous callers get 499.
@@ -148,7 +154,9 @@ export function tokenOf(request: FastifyRequest, params: Record<string, string>)
 }
 
 export function apiRoot(root: RouteDef["root"], contextPath: string): string {
-  return root === "portaladmin" ? `${contextPath}/portaladmin` : `${contextPath}/sharing/rest`;
+  if (root === "portaladmin") return `${contextPath}/portaladmin`;
+  if (root === "server") return `${contextPath}/rest`;
+  return `${contextPath}/sharing/rest`;
 }
 
 export function registerRoutes(
@@ -158,43 +166,41 @@ export function registerRoutes(
 ): void {
   for (const route of routes) {
     const root = apiRoot(route.root, options.contextPath);
-    app.route({
-      method: [...route.methods],
-      url: `${root}${route.path}`,
-      handler: async (request: FastifyRequest, reply: FastifyReply) => {
-        const raw = mergedParams(request);
-        const format: Format = parseFormat(raw.f);
-        const path = request.params as Record<string, string>;
-        // `<portal_id>` is the organization id or `self` (`wire.md` §1), checked here for every route.
-        if (
-          path.portalId !== undefined &&
-          path.portalId.toLowerCase() !== "self" &&
-          path.portalId !== request.org.id
-        ) {
-          throw errors.organizationNotFound(path.portalId);
-        }
-        const token = route.auth === "none" ? undefined : tokenOf(request, raw);
-        let caller: Caller | null = null;
-        if (token !== undefined) caller = await options.services.auth.authenticate(token);
-        else if (route.auth === "required") throw errors.tokenRequired();
-        if (route.privilege) requirePrivilege(caller, route.privilege);
-        route.authorize?.(caller, raw);
-        const { values, empty } = parseParams(route.params, raw);
-        const result = await route.handler({
-          params: values,
-          empty,
-          files: uploadedFiles(request),
-          path,
-          caller,
-          services: options.services,
-          org: request.org,
-          token,
-          requestIp: request.ip,
-          secure: request.protocol === "https",
-          apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
-        });
-        return render(reply, format, result, route.name);
-      },
-    });
+    const paths = typeof route.path === "string" ? [route.path] : route.path;
+    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+      const raw = mergedParams(request);
+      const format: Format = parseFormat(raw.f);
+      const path = request.params as Record<string, string>;
+      // `<portal_id>` is the organization id or `self` (`wire.md` §1), checked here for every route.
+      if (
+        path.portalId !== undefined &&
+        path.portalId.toLowerCase() !== "self" &&
+        path.portalId !== request.org.id
+      ) {
+        throw errors.organizationNotFound(path.portalId);
+      }
+      const token = route.auth === "none" ? undefined : tokenOf(request, raw);
+      let caller: Caller | null = null;
+      if (token !== undefined) caller = await options.services.auth.authenticate(token);
+      else if (route.auth === "required") throw errors.tokenRequired();
+      if (route.privilege) requirePrivilege(caller, route.privilege);
+      route.authorize?.(caller, raw);
+      const { values, empty } = parseParams(route.params, raw);
+      const result = await route.handler({
+        params: values,
+        empty,
+        files: uploadedFiles(request),
+        path,
+        caller,
+        services: options.services,
+        org: request.org,
+        token,
+        requestIp: request.ip,
+        secure: request.protocol === "https",
+        apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
+      });
+      return render(reply, format, result, route.name);
+    };
+    for (const path of paths) app.route({ method: [...route.methods], url: `${root}${path}`, handler });
   }
 }

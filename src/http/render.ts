@@ -36,7 +36,24 @@ function compactJson(body: unknown): string {
   return text;
 }
 
+/** A non-JSON answer (an item's data, a thumbnail): sent as it is, whatever `f` says. */
+export class RawBody {
+  constructor(
+    readonly contentType: string,
+    readonly data: Buffer,
+    readonly filename?: string,
+  ) {}
+}
+
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
+  if (body instanceof RawBody) {
+    if (body.filename) {
+      reply.header("content-disposition", `inline; filename="${body.filename.replace(/["\\\r\n]/g, "_")}"`);
+    }
+    // Stored files come from users: never let a browser sniff them into something executable.
+    reply.header("x-content-type-options", "nosniff");
+    return reply.type(body.contentType).send(body.data);
+  }
   if (format === "html") {
     return reply.type("text/html; charset=utf-8").send(htmlPage(title, body));
   }

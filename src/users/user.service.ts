@@ -2,6 +2,7 @@ import type { Transaction } from "kysely";
 import { actorOf, type Caller, hasPrivilege, requirePrivilege } from "../auth/caller.js";
 import { hashPassword, verifyPassword } from "../auth/password.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
+import { ownsContent } from "../content/item.repository.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -228,6 +229,15 @@ export class UserService {
       async (trx) => {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
+        // As in ArcGIS, an account that owns content is not deleted: its items and groups would
+        // be orphaned. Reassign or delete them first.
+        const owned = await ownsContent(trx, row.id);
+        if (owned.items > 0 || owned.groups > 0) {
+          throw errors.conflict(
+            `User '${row.username}' owns ${owned.items} item(s) and ${owned.groups} group(s).`,
+            "Reassign or delete them before deleting the account.",
+          );
+        }
         await deleteUser(trx, row.id);
         if (isEnabledFullAdministrator(row)) {
           await this.ensureAnAdministratorRemains(trx, "delete the last administrator");

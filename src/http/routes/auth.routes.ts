@@ -1,7 +1,37 @@
+import { hashToken } from "../../auth/auth.service.js";
+import { findTokenHolder } from "../../auth/token.repository.js";
 import { errors } from "../../errors.js";
 import { REST_VERSION } from "../../portal/portal.service.js";
+import type { Services } from "../../services.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
+import { owningSystemUrl } from "./feature-server.routes.js";
+
+/**
+ * A token for a server this portal owns (`/rest/services`), as Esri's clients ask for it: the portal
+ * token and the server's URL. The hosted services share the portal's tokens, so the answer is the
+ * same token with its own expiry; a server elsewhere gets nothing.
+ */
+async function serverToken(
+  services: Services,
+  apiBase: string,
+  serverUrl: string,
+  token: string,
+  ssl: boolean,
+) {
+  const owner = owningSystemUrl(apiBase).replace(/\/+$/, "").toLowerCase();
+  const server = serverUrl.replace(/\/+$/, "").toLowerCase();
+  if (server !== owner && !server.startsWith(`${owner}/`)) {
+    throw errors.invalidParameter(
+      "serverUrl",
+      `must be a server of this portal (${owningSystemUrl(apiBase)})`,
+    );
+  }
+  await services.auth.authenticate(token);
+  const holder = await findTokenHolder(services.db.kysely, hashToken(token));
+  if (!holder) throw errors.invalidToken();
+  return { token, expires: holder.expires, ssl };
+}
 
 export const authRoutes = [
   defineRoute({
@@ -31,14 +61,27 @@ export const authRoutes = [
     path: "/generateToken",
     auth: "none",
     params: {
-      username: p.string({ required: true, maxLength: 128 }),
-      password: p.string({ required: true, maxLength: 1024 }),
+      // Required unless a portal token is exchanged for a server token (`serverUrl` and `token`).
+      username: p.string({ maxLength: 128 }),
+      password: p.string({ maxLength: 1024 }),
       client: p.string({ enum: ["referer", "ip", "requestip"] }),
       referer: p.string({ maxLength: 2048 }),
       ip: p.string({ maxLength: 64 }),
       expiration: p.integer({ min: 1 }),
+      serverUrl: p.string({ maxLength: 2048 }),
+      token: p.string({ maxLength: 1024 }),
     },
-    handler: async ({ params, services, requestIp }) => {
+    handler: async ({ params, services, requestIp, apiBase, org }) => {
+      if (
+        params.serverUrl !== undefined &&
+        params.token !== undefined &&
+        params.username === undefined &&
+        params.password === undefined
+      ) {
+        return serverToken(services, apiBase, params.serverUrl, params.token, org.settings.allSSL === true);
+      }
+      if (params.username === undefined) throw errors.missingParameter("username");
+      if (params.password === undefined) throw errors.missingParameter("password");
       const client = (params.client ?? (params.referer ? "referer" : "requestip")) as
         | "referer"
         | "ip"

@@ -1,7 +1,11 @@
 import type { RouteDef } from "../pipeline.js";
 import { authRoutes } from "./auth.routes.js";
+import { contentRoutes } from "./content.routes.js";
+import { featureServerRoutes } from "./feature-server.routes.js";
+import { groupRoutes } from "./group.routes.js";
 import { portalRoutes } from "./portal.routes.js";
 import { roleRoutes } from "./role.routes.js";
+import { searchRoutes } from "./search.routes.js";
 import { userRoutes } from "./user.routes.js";
 
 /** Every endpoint, grouped by area; the file name follows the first segment of the URL. */
@@ -10,4 +14,8 @@ export const allRoutes = [
   ...portalRoutes,
   ...roleRoutes,
   ...userRoutes,
+  ...contentRoutes,
+  ...searchRoutes,
+  ...groupRoutes,
+  ...featureServerRoutes,
 ] as unknown as RouteDef[];

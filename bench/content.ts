@@ -1,0 +1,422 @@
+/**
+ * The content case of `npm run bench`: a portal holding 100,000 items, searched by owner, tag and
+ * type. Seeding writes rows straight into the portal's database, in batches, while the server runs
+ * idle: it prepares the case and is not what is measured. The rows look like what the API writes
+ * (lower-cased keys, one item_tags row per tag, item_shares for shared items), so the server reads
+ * them exactly as its own.
+ */
+import { randomBytes } from "node:crypto";
+import path from "node:path";
+import SQLite from "better-sqlite3";
+import pg from "pg";
+import type { LoadCase } from "./load.js";
+import type { EngineName, Store } from "./stores.js";
+
+export const CONTENT = {
+  items: 100_000,
+  owners: 100,
+  tags: 1_000,
+  tagsPerItem: 3,
+  groups: 50,
+  /** Groups the searching user belongs to, so that `shared` items take the group branch. */
+  searcherGroups: 5,
+} as const;
+
+/** Twenty real ArcGIS item types, so `type:"..."` values have their usual shape. */
+export const ITEM_TYPES = [
+  "Feature Service",
+  "Web Map",
+  "Map Service",
+  "Image Service",
+  "Vector Tile Service",
+  "Web Mapping Application",
+  "Dashboard",
+  "StoryMap",
+  "Web Scene",
+  "Scene Service",
+  "CSV",
+  "Shapefile",
+  "File Geodatabase",
+  "PDF",
+  "Microsoft Excel",
+  "GeoJson",
+  "KML",
+  "Form",
+  "Notebook",
+  "Hub Site Application",
+] as const;
+
+/** Access mix of the seeded items, as cumulative shares: private, shared, org, public. */
+const ACCESS_MIX: readonly [string, number][] = [
+  ["private", 0.4],
+  ["shared", 0.5],
+  ["org", 0.75],
+  ["public", 1],
+];
+
+export const ownerName = (i: number) => `bench_owner_${String(i).padStart(3, "0")}`;
+export const tagName = (i: number) => `tag${String(i).padStart(4, "0")}`;
+
+/** Rows per INSERT: under PostgreSQL's 65,535 bind parameters for the widest table (items). */
+const BATCH_ROWS = 1_000;
+const YEAR_MS = 365 * 24 * 3600 * 1000;
+
+/** A deterministic generator, so every run seeds the same distribution. */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const newId = () => randomBytes(16).toString("hex");
+
+interface Sink {
+  insert(table: string, columns: readonly string[], rows: readonly unknown[][]): Promise<void>;
+  userId(username: string): Promise<string>;
+  finish(): Promise<void>;
+  abort(): Promise<void>;
+}
+
+/** Opens the store's database next to the running server: a second SQLite connection (WAL) or a PostgreSQL client. */
+async function openSink(engine: EngineName, store: Store): Promise<Sink> {
+  if (engine === "sqlite") {
+    const dataDir = store.env.PORTICO_DATA_DIR as string;
+    const db = new SQLite(path.join(dataDir, "portico.sqlite"));
+    db.pragma("busy_timeout = 10000");
+    db.pragma("foreign_keys = ON");
+    db.exec("BEGIN IMMEDIATE");
+    return {
+      async insert(table, columns, rows) {
+        if (rows.length === 0) return;
+        const tuple = `(${columns.map(() => "?").join(", ")})`;
+        db.prepare(
+          `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${rows.map(() => tuple).join(", ")}`,
+        ).run(...rows.flat());
+      },
+      async userId(username) {
+        const row = db.prepare("SELECT id FROM users WHERE username_key = ?").get(username.toLowerCase()) as
+          | { id: string }
+          | undefined;
+        if (!row) throw new Error(`no user ${username}`);
+        return row.id;
+      },
+      async finish() {
+        db.exec("COMMIT");
+        db.pragma("wal_checkpoint(TRUNCATE)");
+        db.close();
+      },
+      async abort() {
+        if (db.inTransaction) db.exec("ROLLBACK");
+        db.close();
+      },
+    };
+  }
+  const client = new pg.Client({ connectionString: store.env.DATABASE_URL });
+  await client.connect();
+  await client.query("BEGIN");
+  return {
+    async insert(table, columns, rows) {
+      if (rows.length === 0) return;
+      let n = 0;
+      const tuples = rows.map((r) => `(${r.map(() => `$${++n}`).join(", ")})`);
+      await client.query(
+        `INSERT INTO ${table} (${columns.join(", ")}) VALUES ${tuples.join(", ")}`,
+        rows.flat(),
+      );
+    },
+    async userId(username) {
+      const { rows } = await client.query<{ id: string }>("SELECT id FROM users WHERE username_key = $1", [
+        username.toLowerCase(),
+      ]);
+      if (!rows[0]) throw new Error(`no user ${username}`);
+      return rows[0].id;
+    },
+    async finish() {
+      await client.query("COMMIT");
+      // What autovacuum does on its own shortly after a bulk load; without it the planner would
+      // see empty tables, index-only scans would still visit the heap, and the figures would
+      // measure the minute after a bulk load rather than a portal in use.
+      await client.query("VACUUM ANALYZE");
+      await client.end();
+    },
+    async abort() {
+      await client.query("ROLLBACK").catch(() => {});
+      await client.end();
+    },
+  };
+}
+
+async function insertBatched(sink: Sink, table: string, columns: readonly string[], rows: unknown[][]) {
+  for (let i = 0; i < rows.length; i += BATCH_ROWS) {
+    await sink.insert(table, columns, rows.slice(i, i + BATCH_ROWS));
+  }
+}
+
+/**
+ * Seeds owners, groups and items. `searcher` (an existing user) joins a few groups, so that its
+ * searches see some `shared` items through group membership, as a real member would.
+ */
+export async function seedContent(engine: EngineName, store: Store, searcher: string): Promise<void> {
+  const sink = await openSink(engine, store);
+  try {
+    const random = mulberry32(20_240_601);
+    const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+    const now = Date.now();
+
+    const ownerIds: string[] = [];
+    const users: unknown[][] = [];
+    for (let i = 0; i < CONTENT.owners; i++) {
+      const id = newId();
+      const name = ownerName(i);
+      ownerIds.push(id);
+      // No usable password hash: these accounts own content and never sign in.
+      users.push([
+        ...[id, name, name, `Owner ${i}`, "Owner", String(i), `${name}@example.com`, "", "!", "org_user"],
+        ...[null, 0, "arcgis", "creatorUT", "org", null, null, null, "[]", now, now, 0],
+      ]);
+    }
+    await insertBatched(
+      sink,
+      "users",
+      [
+        "id",
+        "username",
+        "username_key",
+        "full_name",
+        "first_name",
+        "last_name",
+        "email",
+        "description",
+        "password_hash",
+        "role",
+        "role_id",
+        "disabled",
+        "provider",
+        "user_type",
+        "access",
+        "culture",
+        "region",
+        "units",
+        "tags",
+        "created",
+        "modified",
+        "last_login",
+      ],
+      users,
+    );
+
+    const searcherId = await sink.userId(searcher);
+    const groupIds: string[] = [];
+    const groups: unknown[][] = [];
+    const members: unknown[][] = [];
+    for (let g = 0; g < CONTENT.groups; g++) {
+      const id = newId();
+      const ownerIndex = g % CONTENT.owners;
+      groupIds.push(id);
+      const title = `Bench group ${g}`;
+      groups.push([
+        id,
+        ownerIds[ownerIndex],
+        ownerName(ownerIndex),
+        title,
+        title.toLowerCase(),
+        "",
+        "",
+        "[]",
+        g % 3 === 0 ? "public" : g % 3 === 1 ? "org" : "private",
+        0,
+        0,
+        0,
+        "title",
+        "asc",
+        now,
+        now,
+      ]);
+      members.push([id, ownerIds[ownerIndex], ownerName(ownerIndex), "owner", now]);
+      if (g < CONTENT.searcherGroups) members.push([id, searcherId, searcher, "member", now]);
+    }
+    await insertBatched(
+      sink,
+      "groups",
+      [
+        "id",
+        "owner_id",
+        "owner",
+        "title",
+        "title_key",
+        "description",
+        "snippet",
+        "tags",
+        "access",
+        "is_invitation_only",
+        "is_view_only",
+        "protected",
+        "sort_field",
+        "sort_order",
+        "created",
+        "modified",
+      ],
+      groups,
+    );
+    await insertBatched(
+      sink,
+      "group_members",
+      ["group_id", "user_id", "username", "member_type", "joined"],
+      members,
+    );
+
+    const itemColumns = [
+      "id",
+      "owner_id",
+      "owner",
+      "owner_key",
+      "folder_id",
+      "title",
+      "title_key",
+      "type",
+      "type_key",
+      "type_keywords",
+      "description",
+      "snippet",
+      "tags",
+      "url",
+      "properties",
+      "access",
+      "protected",
+      "size",
+      "thumbnail",
+      "created",
+      "modified",
+    ];
+    for (let start = 0; start < CONTENT.items; start += BATCH_ROWS) {
+      const items: unknown[][] = [];
+      const tags: unknown[][] = [];
+      const shares: unknown[][] = [];
+      for (let i = start; i < Math.min(start + BATCH_ROWS, CONTENT.items); i++) {
+        const id = newId();
+        const ownerIndex = Math.floor(random() * CONTENT.owners);
+        const type = pick(ITEM_TYPES);
+        const itemTags = new Set<string>();
+        while (itemTags.size < CONTENT.tagsPerItem)
+          itemTags.add(tagName(Math.floor(random() * CONTENT.tags)));
+        const r = random();
+        const access = ACCESS_MIX.find(([, upTo]) => r < upTo)?.[0] ?? "private";
+        const modified = now - Math.floor(random() * YEAR_MS);
+        const title = `Bench item ${i}`;
+        items.push([
+          id,
+          ownerIds[ownerIndex],
+          ownerName(ownerIndex),
+          ownerName(ownerIndex),
+          null,
+          title,
+          title.toLowerCase(),
+          type,
+          type.toLowerCase(),
+          "[]",
+          `Seeded item ${i} of type ${type}`,
+          `Item ${i}`,
+          JSON.stringify([...itemTags]),
+          null,
+          null,
+          access,
+          0,
+          0,
+          null,
+          modified - Math.floor(random() * YEAR_MS),
+          modified,
+        ]);
+        for (const tag of itemTags) tags.push([id, tag]);
+        if (access === "shared") shares.push([id, pick(groupIds)]);
+      }
+      await sink.insert("items", itemColumns, items);
+      await insertBatched(sink, "item_tags", ["item_id", "tag_key"], tags);
+      await insertBatched(sink, "item_shares", ["item_id", "group_id"], shares);
+    }
+    await sink.finish();
+  } catch (err) {
+    await sink.abort();
+    throw err;
+  }
+}
+
+/** A search answer with at least one result: every rotated value matches something. */
+function isSearchAnswer(body: string): boolean {
+  return body.startsWith('{"query":') && !body.includes('"total":0,') && body.includes('"results":[{');
+}
+
+/** GET `/sharing/rest/search` rotating over `values`, one query per request. */
+export function searchCase(
+  name: string,
+  origin: string,
+  token: string,
+  values: readonly string[],
+  q: (value: string) => string,
+): LoadCase {
+  let sent = 0;
+  const pathOf = (value: string) =>
+    `/sharing/rest/search?${new URLSearchParams({ f: "json", q: q(value), token })}`;
+  return {
+    name,
+    url: `${origin}${pathOf(values[0] as string)}`,
+    requests: [
+      {
+        method: "GET",
+        setupRequest: (request) => ({ ...request, path: pathOf(values[sent++ % values.length] as string) }),
+      },
+    ],
+    verify: isSearchAnswer,
+  };
+}
+
+export function searchCases(engine: EngineName, origin: string, token: string): LoadCase[] {
+  const owners = Array.from({ length: CONTENT.owners }, (_, i) => ownerName(i));
+  const tags = Array.from({ length: CONTENT.tags }, (_, i) => tagName(i));
+  return [
+    searchCase(`search owner: [${engine}]`, origin, token, owners, (v) => `owner:${v}`),
+    searchCase(`search tags: [${engine}]`, origin, token, tags, (v) => `tags:${v}`),
+    searchCase(`search type: [${engine}]`, origin, token, ITEM_TYPES, (v) => `type:"${v}"`),
+  ];
+}
+
+/**
+ * POST `createService`, each request naming a new service (names are unique per portal), so that
+ * every request commits an item, its service definition and its event.
+ */
+export function createServiceCase(
+  engine: EngineName,
+  origin: string,
+  token: string,
+  username: string,
+): LoadCase {
+  const path = `/sharing/rest/content/users/${encodeURIComponent(username)}/createService`;
+  const run = randomBytes(4).toString("hex");
+  let sent = 0;
+  return {
+    name: `createService POST [${engine}]`,
+    url: `${origin}${path}`,
+    requests: [
+      {
+        method: "POST",
+        path,
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        setupRequest: (request) => ({
+          ...request,
+          body: new URLSearchParams({
+            createParameters: JSON.stringify({ name: `bench_svc_${run}_${sent++}` }),
+            outputType: "featureService",
+            tags: "bench",
+            f: "json",
+            token,
+          }).toString(),
+        }),
+      },
+    ],
+    verify: (body) => body.includes('"success":true') && body.includes('"serviceItemId":'),
+  };
+}

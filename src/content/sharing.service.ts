@@ -1,0 +1,305 @@
+import type { Transaction } from "kysely";
+import { actorOf, type Caller } from "../auth/caller.js";
+import type { Db } from "../db/database.js";
+import type { Database } from "../db/schema.js";
+import { errors, PorticoError } from "../errors.js";
+import { recordEvent } from "../events/outbox.js";
+import type { PortalService } from "../portal/portal.service.js";
+import { type ItemRow, updateItem } from "./item.repository.js";
+import type { ItemService } from "./item.service.js";
+
+type Trx = Transaction<Database>;
+
+export interface ShareRequest {
+  /** Group ids to share with. */
+  groups: readonly string[];
+  /** true shares with everyone (public), false withdraws it, undefined leaves it. */
+  everyone?: boolean | undefined;
+  /** Same for the organization. */
+  org?: boolean | undefined;
+}
+
+/**
+ * Sharing items with groups, the organization and everyone (`wire.md` §6). An item's `access` is
+ * derived: public if shared with everyone, org if with the organization, shared if with a group,
+ * private otherwise. Each change records the item event and, per group, the group event, in the
+ * same transaction.
+ */
+export class SharingService {
+  constructor(
+    private readonly db: Db,
+    private readonly portal: PortalService,
+    private readonly items: ItemService,
+  ) {}
+
+  /** `content/users/<u>/items/<id>/share` */
+  async share(caller: Caller | null, username: string, itemId: string, request: ShareRequest) {
+    const org = await this.portal.get();
+    return this.db.transaction(async (trx) => {
+      const item = await this.items.mustOwnOrAdminister(
+        trx,
+        caller,
+        username,
+        itemId,
+        "portal:admin:shareToGroup",
+      );
+      const notSharedWith = await this.shareOne(
+        trx,
+        caller as Caller,
+        item,
+        request,
+        org.settings.canSharePublic === true,
+      );
+      return { notSharedWith, itemId };
+    });
+  }
+
+  /** `content/users/<u>/items/<id>/unshare` */
+  async unshare(caller: Caller | null, username: string, itemId: string, groups: readonly string[]) {
+    return this.db.transaction(async (trx) => {
+      const item = await this.items.mustOwnOrAdminister(
+        trx,
+        caller,
+        username,
+        itemId,
+        "portal:admin:shareToGroup",
+      );
+      const notUnsharedFrom = await this.unshareOne(trx, caller as Caller, item, groups);
+      return { notUnsharedFrom, itemId };
+    });
+  }
+
+  /** `content/users/<u>/shareItems`: several items at once; each item succeeds or fails alone. */
+  async shareItems(
+    caller: Caller | null,
+    username: string,
+    itemIds: readonly string[],
+    request: ShareRequest,
+  ) {
+    const org = await this.portal.get();
+    const results = [];
+    for (const itemId of itemIds) {
+      try {
+        const notSharedWith = await this.db.transaction(async (trx) => {
+          const item = await this.items.mustOwnOrAdminister(
+            trx,
+            caller,
+            username,
+            itemId,
+            "portal:admin:shareToGroup",
+          );
+          return this.shareOne(trx, caller as Caller, item, request, org.settings.canSharePublic === true);
+        });
+        results.push({ itemId, success: true, notSharedWith });
+      } catch (err) {
+        results.push({ itemId, success: false, notSharedWith: [...request.groups], error: describe(err) });
+      }
+    }
+    return { results };
+  }
+
+  /** `content/users/<u>/unshareItems` */
+  async unshareItems(
+    caller: Caller | null,
+    username: string,
+    itemIds: readonly string[],
+    groups: readonly string[],
+  ) {
+    const results = [];
+    for (const itemId of itemIds) {
+      try {
+        const notUnsharedFrom = await this.db.transaction(async (trx) => {
+          const item = await this.items.mustOwnOrAdminister(
+            trx,
+            caller,
+            username,
+            itemId,
+            "portal:admin:shareToGroup",
+          );
+          return this.unshareOne(trx, caller as Caller, item, groups);
+        });
+        results.push({ itemId, success: true, notUnsharedFrom });
+      } catch (err) {
+        results.push({ itemId, success: false, notUnsharedFrom: [...groups], error: describe(err) });
+      }
+    }
+    return { results };
+  }
+
+  private async shareOne(
+    trx: Trx,
+    caller: Caller,
+    item: ItemRow,
+    request: ShareRequest,
+    canSharePublic: boolean,
+  ): Promise<string[]> {
+    const isAdmin = (p: string) => caller.privileges.has(p);
+    if (request.everyone === true) {
+      if (!canSharePublic) {
+        throw errors.invalidParameter(
+          "everyone",
+          "is not allowed: the organization does not share content publicly",
+        );
+      }
+      if (!isAdmin("portal:user:shareToPublic") && !isAdmin("portal:admin:shareToPublic")) {
+        throw errors.forbidden("Requires the privilege portal:user:shareToPublic.");
+      }
+    }
+    if (request.org === true && !isAdmin("portal:user:shareToOrg") && !isAdmin("portal:admin:shareToOrg")) {
+      throw errors.forbidden("Requires the privilege portal:user:shareToOrg.");
+    }
+    if (
+      request.groups.length > 0 &&
+      !isAdmin("portal:user:shareToGroup") &&
+      !isAdmin("portal:admin:shareToGroup")
+    ) {
+      throw errors.forbidden("Requires the privilege portal:user:shareToGroup.");
+    }
+
+    const notSharedWith: string[] = [];
+    const sharedTo: string[] = [];
+    for (const groupId of new Set(request.groups)) {
+      if (!(await this.mayShareInto(trx, caller, groupId))) {
+        notSharedWith.push(groupId);
+        continue;
+      }
+      const exists = await trx
+        .selectFrom("item_shares")
+        .select("group_id")
+        .where("item_id", "=", item.id)
+        .where("group_id", "=", groupId)
+        .executeTakeFirst();
+      if (exists) continue;
+      await trx.insertInto("item_shares").values({ item_id: item.id, group_id: groupId }).execute();
+      sharedTo.push(groupId);
+      await recordEvent(trx, {
+        source: "group",
+        operation: "share",
+        objectId: groupId,
+        actor: actorOf(caller),
+        properties: { sharedItems: [{ itemId: item.id, itemType: item.type }] },
+      });
+    }
+
+    const before = item.access;
+    const access = await this.deriveAccess(trx, item, request);
+    if (access !== before) await updateItem(trx, item.id, { access });
+    if (request.everyone === true && before !== "public") sharedTo.push("Everyone");
+    else if (request.org === true && before !== "org" && before !== "public") sharedTo.push("Organization");
+    if (sharedTo.length > 0) {
+      await recordEvent(trx, {
+        source: "item",
+        operation: "share",
+        objectId: item.id,
+        actor: actorOf(caller),
+        properties: { sharedToGroups: sharedTo },
+      });
+    }
+    const withdrawn = withdrawnScopes(before, access);
+    if (withdrawn.length > 0) {
+      await recordEvent(trx, {
+        source: "item",
+        operation: "unshare",
+        objectId: item.id,
+        actor: actorOf(caller),
+        properties: { unsharedFromGroups: withdrawn },
+      });
+    }
+    return notSharedWith;
+  }
+
+  private async unshareOne(
+    trx: Trx,
+    caller: Caller,
+    item: ItemRow,
+    groups: readonly string[],
+  ): Promise<string[]> {
+    const notUnsharedFrom: string[] = [];
+    const removed: string[] = [];
+    for (const groupId of new Set(groups)) {
+      const r = await trx
+        .deleteFrom("item_shares")
+        .where("item_id", "=", item.id)
+        .where("group_id", "=", groupId)
+        .executeTakeFirst();
+      if (Number(r.numDeletedRows) === 0) {
+        notUnsharedFrom.push(groupId);
+        continue;
+      }
+      removed.push(groupId);
+      await recordEvent(trx, {
+        source: "group",
+        operation: "unshare",
+        objectId: groupId,
+        actor: actorOf(caller),
+        properties: { unsharedItems: [{ itemId: item.id, itemType: item.type }] },
+      });
+    }
+    if (removed.length > 0) {
+      const access = await this.deriveAccess(trx, item, { groups: [] });
+      if (access !== item.access) await updateItem(trx, item.id, { access });
+      await recordEvent(trx, {
+        source: "item",
+        operation: "unshare",
+        objectId: item.id,
+        actor: actorOf(caller),
+        properties: { unsharedFromGroups: removed },
+      });
+    }
+    return notUnsharedFrom;
+  }
+
+  /**
+   * Members may share into their groups (view-only groups: only the owner and group admins);
+   * administrators with `portal:admin:shareToGroup` into any group.
+   */
+  private async mayShareInto(trx: Trx, caller: Caller, groupId: string): Promise<boolean> {
+    const group = await trx
+      .selectFrom("groups")
+      .select(["id", "is_view_only"])
+      .where("id", "=", groupId)
+      .executeTakeFirst();
+    if (!group) return false;
+    if (caller.privileges.has("portal:admin:shareToGroup")) return true;
+    const membership = await trx
+      .selectFrom("group_members")
+      .select("member_type")
+      .where("group_id", "=", groupId)
+      .where("user_id", "=", caller.userId)
+      .executeTakeFirst();
+    if (!membership) return false;
+    return group.is_view_only === 0 || membership.member_type !== "member";
+  }
+
+  /**
+   * The item's access after a share request: everyone and the organization as asked (withdrawing
+   * everyone keeps the organization unless `org=false` too, since public implies it), else shared
+   * when any group holds the item, else private.
+   */
+  private async deriveAccess(trx: Trx, item: ItemRow, request: ShareRequest): Promise<string> {
+    if (request.everyone ?? item.access === "public") return "public";
+    if (request.org ?? (item.access === "org" || item.access === "public")) return "org";
+    const share = await trx
+      .selectFrom("item_shares")
+      .select("group_id")
+      .where("item_id", "=", item.id)
+      .limit(1)
+      .executeTakeFirst();
+    return share ? "shared" : "private";
+  }
+}
+
+/** Scopes an access change withdrew: public -> org withdraws Everyone, and so on. */
+function withdrawnScopes(before: string, after: string): string[] {
+  const rank: Record<string, number> = { private: 0, shared: 0, org: 1, public: 2 };
+  const out: string[] = [];
+  if ((rank[before] ?? 0) >= 2 && (rank[after] ?? 0) < 2) out.push("Everyone");
+  if ((rank[before] ?? 0) >= 1 && (rank[after] ?? 0) < 1) out.push("Organization");
+  return out;
+}
+
+/** A refused item of a bulk operation is reported in its result; anything unexpected is thrown. */
+function describe(err: unknown): { code: number; message: string } {
+  if (!(err instanceof PorticoError)) throw err;
+  return { code: err.code, message: err.message };
+}

@@ -1,0 +1,275 @@
+import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { findItem, updateItem } from "../content/item.repository.js";
+import type { ItemService } from "../content/item.service.js";
+import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
+import { errors, PorticoError } from "../errors.js";
+import { recordEvent } from "../events/outbox.js";
+import {
+  type AddToDefinition,
+  addToDefinition,
+  buildDefinition,
+  type CreateParameters,
+  type DeleteFromDefinition,
+  deleteFromDefinition,
+  type LayerDefinition,
+  layerJson,
+  type ServiceProperties,
+  type StoredService,
+  serviceJson,
+  updateDefinition,
+} from "./service-definition.js";
+
+export const FEATURE_SERVICE_TYPE = "Feature Service";
+const TYPE_KEYWORDS = [
+  "ArcGIS Server",
+  "Data",
+  "Feature Access",
+  "Feature Service",
+  "Service",
+  "Hosted Service",
+];
+
+export interface CreateServiceRequest {
+  createParameters: CreateParameters;
+  description?: string | undefined;
+  tags?: string[] | undefined;
+  snippet?: string | undefined;
+  /** Public base of the hosted services, e.g. `https://gis.example.com/portal/rest/services`. */
+  servicesBase: string;
+}
+
+/** The createService answer (`interface.md` §2.1). */
+export interface CreateServiceResult {
+  encodedServiceURL: string;
+  isView: false;
+  itemId: string;
+  name: string;
+  serviceItemId: string;
+  serviceurl: string;
+  size: -1;
+  success: true;
+  type: typeof FEATURE_SERVICE_TYPE;
+  description: string;
+  tags: string;
+  snippet: string;
+}
+
+interface ServiceRow {
+  item_id: string;
+  name: string;
+  definition: string;
+  layers: string;
+  tables: string;
+  modified: number;
+}
+
+function stored(row: ServiceRow): StoredService {
+  return {
+    name: row.name,
+    definition: JSON.parse(row.definition) as ServiceProperties,
+    layers: JSON.parse(row.layers) as LayerDefinition[],
+    tables: JSON.parse(row.tables) as LayerDefinition[],
+  };
+}
+
+function findService(q: Queryable, name: string): Promise<ServiceRow | undefined> {
+  return q
+    .selectFrom("feature_services")
+    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+    .where("name_key", "=", name.toLowerCase())
+    .executeTakeFirst();
+}
+
+/**
+ * Hosted feature services (`wire.md` §6): an item of type Feature Service and its definition,
+ * written together. Reading a service follows the sharing of its item; changing its definition
+ * is for the owner and administrators.
+ */
+export class FeatureServiceService {
+  constructor(
+    private readonly db: Db,
+    private readonly items: ItemService,
+  ) {}
+
+  async create(
+    caller: Caller | null,
+    username: string,
+    folder: string | undefined,
+    request: CreateServiceRequest,
+  ): Promise<CreateServiceResult> {
+    requirePrivilege(caller, "portal:publisher:publishFeatures");
+    requirePrivilege(caller, "portal:user:createItem");
+    if (caller.username.toLowerCase() !== username.toLowerCase()) {
+      throw errors.forbidden("Services can only be created in your own account.");
+    }
+    const { name } = request.createParameters;
+    const definition = buildDefinition(request.createParameters);
+    const serviceurl = `${request.servicesBase}/${name}/FeatureServer`;
+    const tags = request.tags ?? [];
+    const description = request.description ?? "";
+    const snippet = request.snippet ?? "";
+    try {
+      const itemId = await this.db.transaction(async (trx) => {
+        const existing = await findService(trx, name);
+        if (existing) throw errors.serviceNameTaken(existing.name);
+        const item = await this.items.insertIn(trx, caller, username, folder, {
+          title: name,
+          type: FEATURE_SERVICE_TYPE,
+          typeKeywords: TYPE_KEYWORDS,
+          description,
+          snippet,
+          tags,
+          url: serviceurl,
+        });
+        const now = Date.now();
+        await trx
+          .insertInto("feature_services")
+          .values({
+            item_id: item.id,
+            name,
+            name_key: name.toLowerCase(),
+            definition: JSON.stringify(definition),
+            layers: "[]",
+            tables: "[]",
+            is_view: 0,
+            created: now,
+            modified: now,
+          })
+          .execute();
+        await recordEvent(
+          trx,
+          { source: "item", operation: "publish", objectId: item.id, actor: actorOf(caller) },
+          now,
+        );
+        return item.id;
+      });
+      return {
+        encodedServiceURL: encodeURI(serviceurl),
+        isView: false,
+        itemId,
+        name,
+        serviceItemId: itemId,
+        serviceurl,
+        size: -1,
+        success: true,
+        type: FEATURE_SERVICE_TYPE,
+        description,
+        tags: tags.join(","),
+        snippet,
+      };
+    } catch (err) {
+      // Two requests for one name at once: the unique index decides, the loser hears the same answer.
+      if (isUniqueViolation(err)) throw errors.serviceNameTaken(name);
+      throw err;
+    }
+  }
+
+  /** The service resource, if the caller may see the service's item. */
+  async service(caller: Caller | null, name: string): Promise<Record<string, unknown>> {
+    const row = await this.visible(caller, name);
+    return serviceJson(stored(row), row.item_id);
+  }
+
+  /** One layer or table of the service. */
+  async layer(caller: Caller | null, name: string, layerId: string): Promise<Record<string, unknown>> {
+    const row = await this.visible(caller, name);
+    const layer = /^\d{1,9}$/.test(layerId)
+      ? layerJson(stored(row), Number(layerId), row.item_id)
+      : undefined;
+    if (!layer) throw errors.layerNotFound(row.name, layerId);
+    return layer;
+  }
+
+  async addToDefinition(caller: Caller | null, name: string, add: AddToDefinition) {
+    const added = await this.change(caller, name, (service) => {
+      const result = addToDefinition(service, add);
+      return { service: result.service, answer: result.added };
+    });
+    return { ...added, success: true };
+  }
+
+  async updateDefinition(caller: Caller | null, name: string, props: ServiceProperties) {
+    await this.change(caller, name, (service) => ({
+      service: { ...service, definition: updateDefinition(service, props) },
+      answer: undefined,
+    }));
+    return { success: true };
+  }
+
+  async deleteFromDefinition(caller: Caller | null, name: string, del: DeleteFromDefinition) {
+    await this.change(caller, name, (service) => ({
+      service: deleteFromDefinition(service, del),
+      answer: undefined,
+    }));
+    return { success: true };
+  }
+
+  /**
+   * A missing service and one the caller may not see give the same answer, so names of private
+   * services do not leak; an anonymous caller is asked for a token (499) first.
+   */
+  private async visible(caller: Caller | null, name: string): Promise<ServiceRow> {
+    const row = await findService(this.db.kysely, name);
+    if (!row) {
+      if (caller === null) throw errors.tokenRequired();
+      throw errors.serviceNotFound(name);
+    }
+    try {
+      await this.items.visible(caller, row.item_id);
+    } catch (err) {
+      if (err instanceof PorticoError && err.code === 400) throw errors.serviceNotFound(name);
+      throw err;
+    }
+    return row;
+  }
+
+  /**
+   * Read-modify-write of a definition by its owner or an administrator, with the item's update
+   * event in the same transaction.
+   */
+  private async change<T>(
+    caller: Caller | null,
+    name: string,
+    apply: (service: StoredService) => { service: StoredService; answer: T },
+  ): Promise<T> {
+    if (caller === null) throw errors.tokenRequired();
+    const { item_id: itemId } = await this.visible(caller, name);
+    return this.db.transaction(async (trx) => {
+      const now = Date.now();
+      // Touching the row first takes its lock on PostgreSQL, so the read below sees any
+      // concurrent change to the definition committed and none is lost; SQLite writes one at a time.
+      await trx
+        .updateTable("feature_services")
+        .set({ modified: now })
+        .where("item_id", "=", itemId)
+        .execute();
+      const row = await trx
+        .selectFrom("feature_services")
+        .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+        .where("item_id", "=", itemId)
+        .executeTakeFirst();
+      const item = await findItem(trx, itemId);
+      if (!row || !item) throw errors.serviceNotFound(name);
+      if (item.owner_id !== caller.userId && !caller.privileges.has("portal:admin:updateItems")) {
+        throw errors.forbidden(`Only the owner or an administrator may change service '${row.name}'.`);
+      }
+      const { service: next, answer } = apply(stored(row));
+      await trx
+        .updateTable("feature_services")
+        .set({
+          definition: JSON.stringify(next.definition),
+          layers: JSON.stringify(next.layers),
+          tables: JSON.stringify(next.tables),
+        })
+        .where("item_id", "=", itemId)
+        .execute();
+      await updateItem(trx, itemId, { modified: Math.max(now, item.modified + 1) });
+      await recordEvent(
+        trx,
+        { source: "item", operation: "update", objectId: itemId, actor: actorOf(caller) },
+        now,
+      );
+      return answer;
+    });
+  }
+}

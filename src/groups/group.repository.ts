@@ -1,0 +1,205 @@
+import type { Insertable, Selectable, Updateable } from "kysely";
+import type { ItemRow } from "../content/item.repository.js";
+import type { Queryable } from "../db/database.js";
+import type { GroupInvitationTable, GroupMemberTable, GroupTable } from "../db/schema.js";
+
+export type GroupRow = Selectable<GroupTable>;
+export type MemberRow = Selectable<GroupMemberTable>;
+export type InvitationRow = Selectable<GroupInvitationTable>;
+export type MemberType = "owner" | "admin" | "member";
+
+export function findGroup(q: Queryable, id: string): Promise<GroupRow | undefined> {
+  return q.selectFrom("groups").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export async function insertGroup(q: Queryable, row: Insertable<GroupTable>): Promise<void> {
+  await q.insertInto("groups").values(row).execute();
+}
+
+export async function updateGroup(q: Queryable, id: string, patch: Updateable<GroupTable>): Promise<void> {
+  await q.updateTable("groups").set(patch).where("id", "=", id).execute();
+}
+
+/**
+ * Deletes a group; memberships, invitations and shares go with it (foreign keys cascade). Items
+ * that were `shared` only with this group are left shared with nobody, so they become `private`.
+ */
+export async function deleteGroup(q: Queryable, id: string): Promise<void> {
+  const shared = await q.selectFrom("item_shares").select("item_id").where("group_id", "=", id).execute();
+  await q.deleteFrom("groups").where("id", "=", id).execute();
+  const itemIds = shared.map((r) => r.item_id);
+  if (itemIds.length === 0) return;
+  await q
+    .updateTable("items")
+    .set({ access: "private" })
+    .where("id", "in", itemIds)
+    .where("access", "=", "shared")
+    .where(({ not, exists, selectFrom }) =>
+      not(
+        exists(selectFrom("item_shares").select("item_id").whereRef("item_shares.item_id", "=", "items.id")),
+      ),
+    )
+    .execute();
+}
+
+export function findMember(q: Queryable, groupId: string, userId: string): Promise<MemberRow | undefined> {
+  return q
+    .selectFrom("group_members")
+    .selectAll()
+    .where("group_id", "=", groupId)
+    .where("user_id", "=", userId)
+    .executeTakeFirst();
+}
+
+export function listMembers(q: Queryable, groupId: string): Promise<MemberRow[]> {
+  return q.selectFrom("group_members").selectAll().where("group_id", "=", groupId).execute();
+}
+
+/** Adds a membership; false when the user already was a member (a concurrent add is not an error). */
+export async function insertMember(q: Queryable, row: MemberRow): Promise<boolean> {
+  const result = await q
+    .insertInto("group_members")
+    .values(row)
+    .onConflict((oc) => oc.columns(["group_id", "user_id"]).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+export async function deleteMember(q: Queryable, groupId: string, userId: string): Promise<void> {
+  await q.deleteFrom("group_members").where("group_id", "=", groupId).where("user_id", "=", userId).execute();
+}
+
+export async function setMemberType(
+  q: Queryable,
+  groupId: string,
+  userId: string,
+  memberType: MemberType,
+): Promise<void> {
+  await q
+    .updateTable("group_members")
+    .set({ member_type: memberType })
+    .where("group_id", "=", groupId)
+    .where("user_id", "=", userId)
+    .execute();
+}
+
+/** Users by username, case-insensitively. */
+export function findUsersByName(
+  q: Queryable,
+  usernames: readonly string[],
+): Promise<{ id: string; username: string; username_key: string }[]> {
+  if (usernames.length === 0) return Promise.resolve([]);
+  return q
+    .selectFrom("users")
+    .select(["id", "username", "username_key"])
+    .where(
+      "username_key",
+      "in",
+      usernames.map((u) => u.toLowerCase()),
+    )
+    .execute();
+}
+
+/** Records an invitation; false when the user already has one to this group. */
+export async function insertInvitation(q: Queryable, row: InvitationRow): Promise<boolean> {
+  const result = await q
+    .insertInto("group_invitations")
+    .values(row)
+    .onConflict((oc) => oc.columns(["group_id", "user_id"]).doNothing())
+    .executeTakeFirst();
+  return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+export function findInvitation(q: Queryable, id: string): Promise<InvitationRow | undefined> {
+  return q.selectFrom("group_invitations").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+export async function deleteInvitation(q: Queryable, groupId: string, userId: string): Promise<void> {
+  await q
+    .deleteFrom("group_invitations")
+    .where("group_id", "=", groupId)
+    .where("user_id", "=", userId)
+    .execute();
+}
+
+/** A user's pending invitations with the group they lead to, oldest first. */
+export function listInvitationsOfUser(q: Queryable, userId: string) {
+  return q
+    .selectFrom("group_invitations as inv")
+    .innerJoin("groups as g", "g.id", "inv.group_id")
+    .select([
+      "inv.id",
+      "inv.group_id",
+      "inv.username",
+      "inv.invited_by",
+      "inv.created",
+      "g.title",
+      "g.owner",
+      "g.access",
+    ])
+    .where("inv.user_id", "=", userId)
+    .orderBy("inv.created")
+    .orderBy("inv.id")
+    .execute();
+}
+
+/** Which of a group's items a caller may list (the rules of `canViewItem`, as SQL). */
+export type ItemVisibility =
+  /** Members of the group and item administrators: every item shared with it. */
+  { kind: "all" } | { kind: "signedIn"; userId: string; groupIds: readonly string[] } | { kind: "anonymous" };
+
+/** The column each group `sortField` orders its content by; items keep no ratings or view counts. */
+const CONTENT_ORDER = {
+  title: "i.title_key",
+  owner: "i.owner_key",
+  created: "i.created",
+  modified: "i.modified",
+  avgrating: "i.modified",
+  numviews: "i.modified",
+} as const;
+
+export type GroupSortField = keyof typeof CONTENT_ORDER;
+
+export async function listGroupItems(
+  q: Queryable,
+  groupId: string,
+  visibility: ItemVisibility,
+  order: { sortField: GroupSortField; sortOrder: "asc" | "desc" },
+  page: { offset: number; limit: number },
+): Promise<{ total: number; rows: ItemRow[] }> {
+  let base = q
+    .selectFrom("item_shares as s")
+    .innerJoin("items as i", "i.id", "s.item_id")
+    .where("s.group_id", "=", groupId);
+  if (visibility.kind === "anonymous") {
+    base = base.where("i.access", "=", "public");
+  } else if (visibility.kind === "signedIn") {
+    const { userId, groupIds } = visibility;
+    base = base.where((eb) =>
+      eb.or([
+        eb("i.access", "in", ["org", "public"]),
+        eb("i.owner_id", "=", userId),
+        ...(groupIds.length > 0
+          ? [
+              eb.exists(
+                eb
+                  .selectFrom("item_shares as o")
+                  .select("o.item_id")
+                  .whereRef("o.item_id", "=", "i.id")
+                  .where("o.group_id", "in", [...groupIds]),
+              ),
+            ]
+          : []),
+      ]),
+    );
+  }
+  const total = await base.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  const rows = await base
+    .selectAll("i")
+    .orderBy(CONTENT_ORDER[order.sortField], order.sortOrder)
+    .orderBy("i.id", order.sortOrder)
+    .limit(page.limit)
+    .offset(page.offset)
+    .execute();
+  return { total: Number(total.n), rows };
+}

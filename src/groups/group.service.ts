@@ -1,0 +1,574 @@
+import type { Transaction } from "kysely";
+import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { canViewGroup } from "../content/access.js";
+import { sharedGroupIds } from "../content/item.repository.js";
+import type { ItemService } from "../content/item.service.js";
+import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
+import type { Database } from "../db/schema.js";
+import { errors } from "../errors.js";
+import { type ChangeEvent, recordEvent } from "../events/outbox.js";
+import { newId } from "../ids.js";
+import type { PortalService } from "../portal/portal.service.js";
+import type { Privilege } from "../roles/privileges.js";
+import { findUser } from "../users/user.repository.js";
+import { type Page, pageInfo } from "../validation/paging.js";
+import {
+  deleteGroup,
+  deleteInvitation,
+  deleteMember,
+  findGroup,
+  findInvitation,
+  findMember,
+  findUsersByName,
+  type GroupRow,
+  type GroupSortField,
+  type ItemVisibility,
+  insertGroup,
+  insertInvitation,
+  insertMember,
+  listGroupItems,
+  listInvitationsOfUser,
+  listMembers,
+  type MemberType,
+  setMemberType,
+  updateGroup,
+} from "./group.repository.js";
+
+type Trx = Transaction<Database>;
+
+export type GroupAccess = "private" | "org" | "public";
+
+export interface GroupFields {
+  title?: string | undefined;
+  access?: GroupAccess | undefined;
+  description?: string | undefined;
+  snippet?: string | undefined;
+  tags?: string[] | undefined;
+  isInvitationOnly?: boolean | undefined;
+  isViewOnly?: boolean | undefined;
+  sortField?: GroupSortField | undefined;
+  sortOrder?: "asc" | "desc" | undefined;
+}
+
+/** What a caller may do to a group beyond reading it. */
+interface Authority {
+  /** The org-wide privilege that stands in for ownership. */
+  adminPrivilege: Privilege;
+  /** Whether group administrators (member type `admin`) may do it too. */
+  groupAdmins: boolean;
+  /** Said in the 403 answer. */
+  action: string;
+}
+
+/**
+ * Groups and their membership (`wire.md` §6, `interface.md` §6). Every change records its webhook
+ * event in the same transaction. Membership is read from the database on each request, so no
+ * cache needs telling when it changes.
+ */
+export class GroupService {
+  constructor(
+    private readonly db: Db,
+    private readonly portal: PortalService,
+    private readonly items: ItemService,
+  ) {}
+
+  async create(caller: Caller | null, fields: GroupFields & { title: string }) {
+    requirePrivilege(caller, "portal:user:createGroup");
+    const access = fields.access ?? "private";
+    await this.checkAccess(caller, access);
+    const now = Date.now();
+    const row: GroupRow = {
+      id: newId(),
+      owner_id: caller.userId,
+      owner: caller.username,
+      title: fields.title,
+      title_key: fields.title.toLowerCase(),
+      description: fields.description ?? "",
+      snippet: fields.snippet ?? "",
+      tags: JSON.stringify(fields.tags ?? []),
+      access,
+      is_invitation_only: fields.isInvitationOnly ? 1 : 0,
+      is_view_only: fields.isViewOnly ? 1 : 0,
+      protected: 0,
+      sort_field: fields.sortField ?? "title",
+      sort_order: fields.sortOrder ?? "asc",
+      created: now,
+      modified: now,
+    };
+    await this.withUniqueTitle(fields.title, () =>
+      this.db.transaction(async (trx) => {
+        await insertGroup(trx, row);
+        await insertMember(trx, {
+          group_id: row.id,
+          user_id: caller.userId,
+          username: caller.username,
+          member_type: "owner",
+          joined: now,
+        });
+        await this.event(trx, caller, row.id, "add", undefined, now);
+      }),
+    );
+    const org = await this.portal.get();
+    return {
+      success: true,
+      group: groupJson(row, org.id, { username: caller.username, memberType: "owner" }),
+    };
+  }
+
+  async get(caller: Caller | null, id: string) {
+    const { row, membership } = await this.visible(this.db.kysely, caller, id);
+    const org = await this.portal.get();
+    return groupJson(row, org.id, caller ? { username: caller.username, memberType: membership } : null);
+  }
+
+  async update(caller: Caller | null, id: string, fields: GroupFields, cleared: readonly string[]) {
+    const now = Date.now();
+    await this.withUniqueTitle(fields.title ?? "", () =>
+      this.db.transaction(async (trx) => {
+        const { row, caller: who } = await this.authorize(trx, caller, id, {
+          adminPrivilege: "portal:admin:updateGroups",
+          groupAdmins: true,
+          action: "update",
+        });
+        if (fields.access !== undefined && fields.access !== row.access) {
+          await this.checkAccess(who, fields.access);
+        }
+        const clears = (name: string) => cleared.includes(name);
+        await updateGroup(trx, id, {
+          ...(fields.title !== undefined
+            ? { title: fields.title, title_key: fields.title.toLowerCase() }
+            : {}),
+          ...(fields.access !== undefined ? { access: fields.access } : {}),
+          ...(fields.description !== undefined || clears("description")
+            ? { description: fields.description ?? "" }
+            : {}),
+          ...(fields.snippet !== undefined || clears("snippet") ? { snippet: fields.snippet ?? "" } : {}),
+          ...(fields.tags !== undefined || clears("tags") ? { tags: JSON.stringify(fields.tags ?? []) } : {}),
+          ...(fields.isInvitationOnly !== undefined
+            ? { is_invitation_only: fields.isInvitationOnly ? 1 : 0 }
+            : {}),
+          ...(fields.isViewOnly !== undefined ? { is_view_only: fields.isViewOnly ? 1 : 0 } : {}),
+          ...(fields.sortField !== undefined ? { sort_field: fields.sortField } : {}),
+          ...(fields.sortOrder !== undefined ? { sort_order: fields.sortOrder } : {}),
+          // Strictly later than before, so clients that compare `modified` see every update.
+          modified: Math.max(now, row.modified + 1),
+        });
+        await this.event(trx, who, id, "update", undefined, now);
+      }),
+    );
+    return { success: true, groupId: id };
+  }
+
+  async delete(caller: Caller | null, id: string) {
+    await this.db.transaction(async (trx) => {
+      const { row, caller: who } = await this.authorize(trx, caller, id, {
+        adminPrivilege: "portal:admin:deleteGroups",
+        groupAdmins: false,
+        action: "delete",
+      });
+      if (row.protected) {
+        throw errors.conflict(`Group '${id}' is protected from deletion.`, "Unprotect it first.");
+      }
+      await deleteGroup(trx, id);
+      await this.event(trx, who, id, "delete");
+    });
+    return { success: true, groupId: id };
+  }
+
+  async setProtected(caller: Caller | null, id: string, value: boolean) {
+    await this.db.transaction(async (trx) => {
+      const { caller: who } = await this.authorize(trx, caller, id, {
+        adminPrivilege: "portal:admin:updateGroups",
+        groupAdmins: false,
+        action: value ? "protect" : "unprotect",
+      });
+      await updateGroup(trx, id, { protected: value ? 1 : 0 });
+      await this.event(trx, who, id, value ? "protect" : "unprotect");
+    });
+    return { success: true };
+  }
+
+  /**
+   * Invites users to join. `group_invitations` has no column for the role an invitation grants,
+   * so every invitation makes a plain member; group administrators are appointed with updateUsers.
+   */
+  async invite(caller: Caller | null, id: string, usernames: readonly string[]) {
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { caller: who } = await this.authorize(trx, caller, id, membershipAuthority("invite users to"));
+      const users = await this.resolveUsers(trx, usernames);
+      const notInvited: string[] = [];
+      const invited: string[] = [];
+      for (const name of unique(usernames)) {
+        const user = users.get(name.toLowerCase());
+        const fresh =
+          user !== undefined &&
+          (await findMember(trx, id, user.id)) === undefined &&
+          (await insertInvitation(trx, {
+            id: newId(),
+            group_id: id,
+            user_id: user.id,
+            username: user.username,
+            invited_by: who.username,
+            created: now,
+          }));
+        if (fresh && user) invited.push(user.username);
+        else notInvited.push(name);
+      }
+      if (invited.length > 0) {
+        await this.event(trx, who, id, "invite", { invitedUserNames: invited }, now);
+      }
+      return { success: true, notInvited };
+    });
+  }
+
+  /** Adds users directly; unknown users and members already in the group come back in `notAdded`. */
+  async addUsers(
+    caller: Caller | null,
+    id: string,
+    input: { users: readonly string[]; admins: readonly string[] },
+  ) {
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { caller: who } = await this.authorize(trx, caller, id, membershipAuthority("add users to"));
+      const adminKeys = new Set(input.admins.map((u) => u.toLowerCase()));
+      const requested = unique([...input.admins, ...input.users]);
+      const users = await this.resolveUsers(trx, requested);
+      const notAdded: string[] = [];
+      const added: string[] = [];
+      for (const name of requested) {
+        const user = users.get(name.toLowerCase());
+        const inserted =
+          user !== undefined &&
+          (await insertMember(trx, {
+            group_id: id,
+            user_id: user.id,
+            username: user.username,
+            member_type: adminKeys.has(name.toLowerCase()) ? "admin" : "member",
+            joined: now,
+          }));
+        if (inserted && user) {
+          added.push(user.username);
+          await deleteInvitation(trx, id, user.id);
+        } else {
+          notAdded.push(name);
+        }
+      }
+      if (added.length > 0) await this.event(trx, who, id, "addUsers", { addedUserNames: added }, now);
+      return { notAdded };
+    });
+  }
+
+  /** Removes members; the owner, unknown users and non-members come back in `notRemoved`. */
+  async removeUsers(caller: Caller | null, id: string, usernames: readonly string[]) {
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { caller: who } = await this.authorize(trx, caller, id, membershipAuthority("remove users from"));
+      const users = await this.resolveUsers(trx, usernames);
+      const notRemoved: string[] = [];
+      const removed: string[] = [];
+      for (const name of unique(usernames)) {
+        const user = users.get(name.toLowerCase());
+        const member = user ? await findMember(trx, id, user.id) : undefined;
+        if (!user || !member || member.member_type === "owner") {
+          notRemoved.push(name);
+          continue;
+        }
+        await deleteMember(trx, id, user.id);
+        removed.push(user.username);
+      }
+      if (removed.length > 0) {
+        await this.event(trx, who, id, "removeUsers", { removedUserNames: removed }, now);
+      }
+      return { notRemoved };
+    });
+  }
+
+  /**
+   * Changes member types: `admins` become group administrators, `users` plain members. Reserved to
+   * the owner and organization administrators, as in ArcGIS; the owner's own type never changes.
+   */
+  async updateUsers(
+    caller: Caller | null,
+    id: string,
+    input: { users: readonly string[]; admins: readonly string[] },
+  ) {
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { caller: who } = await this.authorize(trx, caller, id, {
+        adminPrivilege: "portal:admin:assignToGroups",
+        groupAdmins: false,
+        action: "change member types in",
+      });
+      const wanted = new Map<string, MemberType>();
+      for (const name of input.users) wanted.set(name, "member");
+      for (const name of input.admins) wanted.set(name, "admin");
+      const users = await this.resolveUsers(trx, [...wanted.keys()]);
+      const results: { username: string; success: boolean }[] = [];
+      const updated: string[] = [];
+      for (const [name, memberType] of wanted) {
+        const user = users.get(name.toLowerCase());
+        const member = user ? await findMember(trx, id, user.id) : undefined;
+        if (!user || !member || member.member_type === "owner") {
+          results.push({ username: name, success: false });
+          continue;
+        }
+        if (member.member_type !== memberType) {
+          await setMemberType(trx, id, user.id, memberType);
+          updated.push(user.username);
+        }
+        results.push({ username: user.username, success: true });
+      }
+      if (updated.length > 0) {
+        await this.event(trx, who, id, "updateUsers", { updatedUserNames: updated }, now);
+      }
+      return { results };
+    });
+  }
+
+  /** `{owner, admins, users}`; `admins` includes the owner, as in ArcGIS. Members and administrators only. */
+  async members(caller: Caller | null, id: string) {
+    const { row, membership } = await this.visible(this.db.kysely, caller, id);
+    if (membership === "none" && !caller?.privileges.has("portal:admin:viewGroups")) {
+      throw errors.forbidden("Only members of the group may list its members.");
+    }
+    // Sorted here rather than by the database, whose collation differs between engines.
+    const rows = (await listMembers(this.db.kysely, id)).sort((a, b) =>
+      a.username < b.username ? -1 : a.username > b.username ? 1 : 0,
+    );
+    const admins = rows.filter((m) => m.member_type !== "member").map((m) => m.username);
+    const users = rows.filter((m) => m.member_type === "member").map((m) => m.username);
+    return { owner: row.owner, admins, users };
+  }
+
+  /** The group's items the caller may see, in the group's sort order. */
+  async content(caller: Caller | null, id: string, page: Page) {
+    const { row, membership } = await this.visible(this.db.kysely, caller, id);
+    let visibility: ItemVisibility;
+    if (caller === null) visibility = { kind: "anonymous" };
+    else if (membership !== "none" || caller.privileges.has("portal:admin:viewItems")) {
+      visibility = { kind: "all" };
+    } else {
+      const groupIds = await this.db.kysely
+        .selectFrom("group_members")
+        .select("group_id")
+        .where("user_id", "=", caller.userId)
+        .execute();
+      visibility = { kind: "signedIn", userId: caller.userId, groupIds: groupIds.map((g) => g.group_id) };
+    }
+    const { total, rows } = await listGroupItems(
+      this.db.kysely,
+      id,
+      visibility,
+      { sortField: row.sort_field as GroupSortField, sortOrder: row.sort_order === "desc" ? "desc" : "asc" },
+      { offset: page.start - 1, limit: page.num },
+    );
+    const items = await Promise.all(
+      rows.map(async (r) => this.items.itemJson(r, await sharedGroupIds(this.db.kysely, r.id))),
+    );
+    return { ...pageInfo(page, total, rows.length), items };
+  }
+
+  /** A user's pending invitations: theirs to read, or an administrator's who can view users. */
+  async invitations(caller: Caller | null, username: string) {
+    const user = await this.selfOrAdmin(this.db.kysely, caller, username, "portal:admin:viewUsers");
+    const rows = await listInvitationsOfUser(this.db.kysely, user.id);
+    return {
+      userInvitations: rows.map((r) => ({
+        id: r.id,
+        targetType: "group",
+        targetId: r.group_id,
+        received: r.created,
+        accepted: false,
+        mustApprove: false,
+        role: "group_member",
+        username: r.username,
+        fromUsername: { username: r.invited_by },
+        group: { id: r.group_id, title: r.title, owner: r.owner, access: r.access },
+      })),
+    };
+  }
+
+  /** The invited user joins the group; the event is the one of a user being added. */
+  async acceptInvitation(caller: Caller | null, username: string, invitationId: string) {
+    if (caller === null) throw errors.tokenRequired();
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const invitation = await this.ownInvitation(trx, caller, username, invitationId);
+      const joined = await insertMember(trx, {
+        group_id: invitation.group_id,
+        user_id: caller.userId,
+        username: caller.username,
+        member_type: "member",
+        joined: now,
+      });
+      await deleteInvitation(trx, invitation.group_id, caller.userId);
+      if (joined) {
+        const properties = { addedUserNames: [caller.username] };
+        await this.event(trx, caller, invitation.group_id, "addUsers", properties, now);
+      }
+      return { success: true, username: caller.username, groupId: invitation.group_id };
+    });
+  }
+
+  async declineInvitation(caller: Caller | null, username: string, invitationId: string) {
+    if (caller === null) throw errors.tokenRequired();
+    return this.db.transaction(async (trx) => {
+      const invitation = await this.ownInvitation(trx, caller, username, invitationId);
+      await deleteInvitation(trx, invitation.group_id, caller.userId);
+      return { success: true, username: caller.username, groupId: invitation.group_id };
+    });
+  }
+
+  private async ownInvitation(trx: Trx, caller: Caller, username: string, invitationId: string) {
+    if (caller.username.toLowerCase() !== username.toLowerCase()) {
+      throw errors.forbidden("Only the invited user may answer an invitation.");
+    }
+    const invitation = await findInvitation(trx, invitationId);
+    if (!invitation || invitation.user_id !== caller.userId) {
+      throw errors.notFound(`Invitation '${invitationId}'`);
+    }
+    return invitation;
+  }
+
+  /**
+   * A group the caller may see, with the caller's membership. A missing group and a hidden one
+   * give the same answer, so ids cannot be probed.
+   */
+  private async visible(q: Queryable, caller: Caller | null, id: string) {
+    const row = await findGroup(q, id);
+    const member = row && caller ? await findMember(q, id, caller.userId) : undefined;
+    const org = await this.portal.get();
+    // `canViewGroup` asks only whether the caller belongs to this group, so that is all we load.
+    const viewer = {
+      caller,
+      groupIds: new Set(member ? [id] : []),
+      orgIsPublic: org.settings.access === "public",
+    };
+    if (!row || !canViewGroup(viewer, row)) throw errors.groupNotFound(id);
+    const membership: MemberType | "none" = member ? (member.member_type as MemberType) : "none";
+    return { row, membership };
+  }
+
+  /** The group, when the caller may see it and act on it (owner, group administrator or privilege). */
+  private async authorize(trx: Trx, caller: Caller | null, id: string, authority: Authority) {
+    if (caller === null) throw errors.tokenRequired();
+    const { row, membership } = await this.visible(trx, caller, id);
+    const allowed =
+      row.owner_id === caller.userId ||
+      (authority.groupAdmins && membership === "admin") ||
+      caller.privileges.has(authority.adminPrivilege);
+    if (!allowed) {
+      const who = authority.groupAdmins ? "the owner, a group manager" : "the owner";
+      throw errors.forbidden(`Only ${who} or an administrator may ${authority.action} group '${id}'.`);
+    }
+    return { row, caller };
+  }
+
+  /** Group access beyond private needs a sharing privilege; public also needs the organization's consent. */
+  private async checkAccess(caller: Caller, access: GroupAccess) {
+    if (access === "org") requirePrivilege(caller, "portal:user:shareGroupToOrg");
+    if (access === "public") {
+      const org = await this.portal.get();
+      if (org.settings.canSharePublic !== true) {
+        throw errors.invalidParameter(
+          "access",
+          "cannot be public: the organization does not allow public sharing (canSharePublic is false)",
+        );
+      }
+      requirePrivilege(caller, "portal:user:shareGroupToPublic");
+    }
+  }
+
+  private async selfOrAdmin(q: Queryable, caller: Caller | null, username: string, privilege: Privilege) {
+    if (caller === null) throw errors.tokenRequired();
+    if (caller.username.toLowerCase() !== username.toLowerCase() && !caller.privileges.has(privilege)) {
+      throw errors.forbidden();
+    }
+    const user = await findUser(q, username);
+    if (!user) throw errors.userNotFound(username);
+    return user;
+  }
+
+  private async resolveUsers(trx: Trx, usernames: readonly string[]) {
+    const rows = await findUsersByName(trx, unique(usernames));
+    return new Map(rows.map((r) => [r.username_key, r]));
+  }
+
+  private async withUniqueTitle<T>(title: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (err) {
+      if (isUniqueViolation(err)) throw errors.groupTitleTaken(title);
+      throw err;
+    }
+  }
+
+  private event(
+    trx: Trx,
+    caller: Caller,
+    id: string,
+    operation: string,
+    properties?: ChangeEvent["properties"],
+    when?: number,
+  ) {
+    return recordEvent(
+      trx,
+      {
+        source: "group",
+        operation,
+        objectId: id,
+        actor: actorOf(caller),
+        ...(properties ? { properties } : {}),
+      },
+      when,
+    );
+  }
+}
+
+function membershipAuthority(action: string): Authority {
+  return { adminPrivilege: "portal:admin:assignToGroups", groupAdmins: true, action };
+}
+
+/** Usernames once each, keeping the first spelling (usernames are case-insensitive). */
+function unique(usernames: readonly string[]): string[] {
+  const seen = new Set<string>();
+  return usernames.filter((u) => {
+    const key = u.toLowerCase();
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** The ArcGIS group resource; `userMembership` is left out for anonymous callers. */
+function groupJson(
+  row: GroupRow,
+  orgId: string,
+  membership: { username: string; memberType: MemberType | "none" } | null,
+): Record<string, unknown> {
+  return {
+    id: row.id,
+    title: row.title,
+    owner: row.owner,
+    orgId,
+    description: row.description,
+    snippet: row.snippet,
+    tags: JSON.parse(row.tags) as string[],
+    phone: null,
+    access: row.access,
+    isInvitationOnly: row.is_invitation_only === 1,
+    isViewOnly: row.is_view_only === 1,
+    protected: row.protected === 1,
+    autoJoin: false,
+    sortField: row.sort_field,
+    sortOrder: row.sort_order,
+    created: row.created,
+    modified: row.modified,
+    thumbnail: null,
+    capabilities: [],
+    isFav: false,
+    isReadOnly: false,
+    ...(membership ? { userMembership: membership } : {}),
+  };
+}

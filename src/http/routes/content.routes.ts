@@ -1,0 +1,314 @@
+import type { ItemFields, ItemFile } from "../../content/item.service.js";
+import { errors } from "../../errors.js";
+import { pageOf, pagingParams } from "../../validation/paging.js";
+import { p } from "../../validation/params.js";
+import { defineRoute, type UploadedFile } from "../pipeline.js";
+import { RawBody } from "../render.js";
+
+/** The item's editable fields, shared by addItem and update. */
+const itemParams = {
+  title: p.string({ maxLength: 250 }),
+  type: p.string({ maxLength: 128 }),
+  typeKeywords: p.list({ maxItems: 128, item: { maxLength: 256 } }),
+  description: p.string({ maxLength: 64_000 }),
+  snippet: p.string({ maxLength: 2048 }),
+  tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
+  url: p.string({ maxLength: 2048 }),
+  text: p.string({ maxLength: 10 * 1024 * 1024 }),
+  properties: p.json<Record<string, unknown>>({ type: "object" }),
+};
+
+type ItemParamValues = {
+  [K in keyof typeof itemParams]?: (typeof itemParams)[K] extends { parse: (raw: string) => infer R }
+    ? R extends { ok: true; value: infer V }
+      ? V
+      : never
+    : never;
+};
+
+/** The item's data comes from an uploaded `file` or from `text`; the thumbnail from an upload. */
+function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>): ItemFields {
+  let data: ItemFile | undefined = files.file;
+  if (!data && params.text !== undefined) {
+    const isJson = (() => {
+      try {
+        JSON.parse(params.text);
+        return true;
+      } catch {
+        return false;
+      }
+    })();
+    data = {
+      filename: isJson ? "data.json" : "data.txt",
+      contentType: isJson ? "application/json" : "text/plain; charset=utf-8",
+      data: Buffer.from(params.text, "utf8"),
+    };
+  }
+  return {
+    title: params.title,
+    type: params.type,
+    typeKeywords: params.typeKeywords,
+    description: params.description,
+    snippet: params.snippet,
+    tags: params.tags,
+    url: params.url,
+    properties: params.properties,
+    data,
+    thumbnail: files.thumbnail,
+  };
+}
+
+/** Item operations answer at `content/users/<u>/items/<id>/<op>`, with or without a folder. */
+const itemOp = (op: string) => [
+  `/content/users/:username/items/:itemId/${op}`,
+  `/content/users/:username/:folderId/items/:itemId/${op}`,
+];
+
+const groupList = p.list({
+  maxItems: 100,
+  item: { pattern: /^[A-Za-z0-9]{1,64}$/, patternReason: "is not a group id" },
+});
+const itemList = p.list({
+  maxItems: 100,
+  item: { pattern: /^[A-Za-z0-9]{1,64}$/, patternReason: "is not an item id" },
+});
+
+export const contentRoutes = [
+  defineRoute({
+    name: "items.get",
+    methods: ["GET", "POST"],
+    path: "/content/items/:itemId",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => services.items.get(caller, path.itemId as string),
+  }),
+  defineRoute({
+    name: "items.data",
+    methods: ["GET", "POST"],
+    path: "/content/items/:itemId/data",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      const file = await services.items.data(caller, path.itemId as string);
+      // ArcGIS answers an empty JSON object for an item without data.
+      return file ? new RawBody(file.contentType, file.data, file.filename) : {};
+    },
+  }),
+  defineRoute({
+    name: "items.thumbnail",
+    methods: ["GET"],
+    path: "/content/items/:itemId/info/thumbnail/:name",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      const file = await services.items.thumbnail(caller, path.itemId as string);
+      if (!file) throw errors.notFound(`Thumbnail of item '${path.itemId}'`);
+      return new RawBody(file.contentType, file.data, file.filename);
+    },
+  }),
+  defineRoute({
+    name: "content.user",
+    methods: ["GET", "POST"],
+    path: ["/content/users/:username", "/content/users/:username/:folderId"],
+    auth: "required",
+    params: { ...pagingParams },
+    handler: async ({ params, path, caller, services }) =>
+      services.items.listUserContent(caller, path.username as string, path.folderId, pageOf(params)),
+  }),
+  defineRoute({
+    name: "items.add",
+    methods: ["POST"],
+    path: ["/content/users/:username/addItem", "/content/users/:username/:folderId/addItem"],
+    auth: "required",
+    privilege: "portal:user:createItem",
+    params: {
+      ...itemParams,
+      title: { ...itemParams.title, required: true as const },
+      type: { ...itemParams.type, required: true as const },
+    },
+    handler: async ({ params, files, path, caller, services }) =>
+      services.items.add(caller, path.username as string, path.folderId, itemFields(params, files)),
+  }),
+  defineRoute({
+    name: "items.update",
+    methods: ["POST"],
+    path: itemOp("update"),
+    auth: "required",
+    params: { ...itemParams, clearEmptyFields: p.boolean() },
+    handler: async ({ params, empty, files, path, caller, services }) =>
+      services.items.update(
+        caller,
+        path.username as string,
+        path.itemId as string,
+        itemFields(params, files),
+        params.clearEmptyFields ? [...empty] : [],
+      ),
+  }),
+  defineRoute({
+    name: "items.delete",
+    methods: ["POST"],
+    path: itemOp("delete"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.items.delete(caller, path.username as string, path.itemId as string),
+  }),
+  defineRoute({
+    name: "items.protect",
+    methods: ["POST"],
+    path: itemOp("protect"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.items.setProtected(caller, path.username as string, path.itemId as string, true),
+  }),
+  defineRoute({
+    name: "items.unprotect",
+    methods: ["POST"],
+    path: itemOp("unprotect"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.items.setProtected(caller, path.username as string, path.itemId as string, false),
+  }),
+  defineRoute({
+    name: "items.move",
+    methods: ["POST"],
+    path: itemOp("move"),
+    auth: "required",
+    params: { folder: p.string({ required: true, maxLength: 64 }) },
+    handler: async ({ params, path, caller, services }) =>
+      services.items.move(caller, path.username as string, path.itemId as string, params.folder),
+  }),
+  defineRoute({
+    name: "items.reassign",
+    methods: ["POST"],
+    path: itemOp("reassign"),
+    auth: "required",
+    privilege: "portal:admin:reassignItems",
+    params: {
+      targetUsername: p.string({ required: true, maxLength: 128 }),
+      targetFolderName: p.string({ maxLength: 64 }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.items.reassign(
+        caller,
+        path.username as string,
+        path.itemId as string,
+        params.targetUsername,
+        params.targetFolderName,
+      ),
+  }),
+  defineRoute({
+    name: "items.share",
+    methods: ["POST"],
+    path: itemOp("share"),
+    auth: "required",
+    params: { groups: groupList, everyone: p.boolean(), org: p.boolean() },
+    handler: async ({ params, path, caller, services }) =>
+      services.sharing.share(caller, path.username as string, path.itemId as string, {
+        groups: params.groups ?? [],
+        everyone: params.everyone,
+        org: params.org,
+      }),
+  }),
+  defineRoute({
+    name: "items.unshare",
+    methods: ["POST"],
+    path: itemOp("unshare"),
+    auth: "required",
+    params: { groups: { ...groupList, required: true as const } },
+    handler: async ({ params, path, caller, services }) =>
+      services.sharing.unshare(caller, path.username as string, path.itemId as string, params.groups),
+  }),
+  defineRoute({
+    name: "content.shareItems",
+    methods: ["POST"],
+    path: "/content/users/:username/shareItems",
+    auth: "required",
+    params: {
+      items: { ...itemList, required: true as const },
+      groups: groupList,
+      everyone: p.boolean(),
+      org: p.boolean(),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.sharing.shareItems(caller, path.username as string, params.items, {
+        groups: params.groups ?? [],
+        everyone: params.everyone,
+        org: params.org,
+      }),
+  }),
+  defineRoute({
+    name: "content.unshareItems",
+    methods: ["POST"],
+    path: "/content/users/:username/unshareItems",
+    auth: "required",
+    params: {
+      items: { ...itemList, required: true as const },
+      groups: { ...groupList, required: true as const },
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.sharing.unshareItems(caller, path.username as string, params.items, params.groups),
+  }),
+  defineRoute({
+    name: "folders.create",
+    methods: ["POST"],
+    path: "/content/users/:username/createFolder",
+    auth: "required",
+    params: {
+      title: p.string({
+        required: true,
+        maxLength: 128,
+        pattern: /^[^/\\"<>]+$/,
+        patternReason: 'must not contain / \\ " < or >',
+      }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.items.createFolder(caller, path.username as string, params.title),
+  }),
+  defineRoute({
+    name: "folders.delete",
+    methods: ["POST"],
+    path: "/content/users/:username/:folderId/delete",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.items.deleteFolder(caller, path.username as string, path.folderId as string),
+  }),
+  defineRoute({
+    name: "comments.add",
+    methods: ["POST"],
+    path: "/content/items/:itemId/addComment",
+    auth: "required",
+    params: { comment: p.string({ required: true, maxLength: 2048 }) },
+    handler: async ({ params, path, caller, services }) =>
+      services.comments.add(caller, path.itemId as string, params.comment),
+  }),
+  defineRoute({
+    name: "comments.list",
+    methods: ["GET", "POST"],
+    path: "/content/items/:itemId/comments",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => services.comments.list(caller, path.itemId as string),
+  }),
+  defineRoute({
+    name: "comments.update",
+    methods: ["POST"],
+    path: "/content/items/:itemId/comments/:commentId/update",
+    auth: "required",
+    params: { comment: p.string({ required: true, maxLength: 2048 }) },
+    handler: async ({ params, path, caller, services }) =>
+      services.comments.update(caller, path.itemId as string, path.commentId as string, params.comment),
+  }),
+  defineRoute({
+    name: "comments.delete",
+    methods: ["POST"],
+    path: "/content/items/:itemId/comments/:commentId/delete",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.comments.delete(caller, path.itemId as string, path.commentId as string),
+  }),
+];

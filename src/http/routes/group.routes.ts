@@ -1,0 +1,202 @@
+import type { GroupSortField } from "../../groups/group.repository.js";
+import type { GroupAccess, GroupFields } from "../../groups/group.service.js";
+import { pageOf, pagingParams } from "../../validation/paging.js";
+import { p } from "../../validation/params.js";
+import { defineRoute } from "../pipeline.js";
+
+const groupBase = "/community/groups/:groupId";
+
+/** ArcGIS clients (arcgis-rest-js) send membership changes in batches of 25 users. */
+const userList = () => p.list({ maxItems: 25, item: { maxLength: 128 } });
+
+/** The group's editable fields, shared by createGroup and update. */
+const groupParams = {
+  title: p.string({ maxLength: 250 }),
+  access: p.string({ enum: ["private", "org", "public"], caseInsensitive: true }),
+  description: p.string({ maxLength: 64_000 }),
+  snippet: p.string({ maxLength: 250 }),
+  tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
+  isInvitationOnly: p.boolean(),
+  isViewOnly: p.boolean(),
+  sortField: p.string({
+    enum: ["title", "owner", "avgrating", "numviews", "created", "modified"],
+    caseInsensitive: true,
+  }),
+  sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
+};
+
+function groupFields(params: {
+  title?: string | undefined;
+  access?: string | undefined;
+  description?: string | undefined;
+  snippet?: string | undefined;
+  tags?: string[] | undefined;
+  isInvitationOnly?: boolean | undefined;
+  isViewOnly?: boolean | undefined;
+  sortField?: string | undefined;
+  sortOrder?: string | undefined;
+}): GroupFields {
+  return {
+    title: params.title,
+    access: params.access as GroupAccess | undefined,
+    description: params.description,
+    snippet: params.snippet,
+    tags: params.tags,
+    isInvitationOnly: params.isInvitationOnly,
+    isViewOnly: params.isViewOnly,
+    sortField: params.sortField as GroupSortField | undefined,
+    sortOrder: params.sortOrder as "asc" | "desc" | undefined,
+  };
+}
+
+export const groupRoutes = [
+  defineRoute({
+    name: "groups.create",
+    methods: ["POST"],
+    path: "/community/createGroup",
+    auth: "required",
+    privilege: "portal:user:createGroup",
+    params: { ...groupParams, title: p.string({ required: true, maxLength: 250 }) },
+    handler: async ({ params, caller, services }) =>
+      services.groups.create(caller, { ...groupFields(params), title: params.title }),
+  }),
+  defineRoute({
+    name: "groups.get",
+    methods: ["GET", "POST"],
+    path: groupBase,
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => services.groups.get(caller, path.groupId as string),
+  }),
+  defineRoute({
+    name: "groups.update",
+    methods: ["POST"],
+    path: `${groupBase}/update`,
+    auth: "required",
+    params: groupParams,
+    handler: async ({ params, empty, path, caller, services }) =>
+      services.groups.update(caller, path.groupId as string, groupFields(params), [...empty]),
+  }),
+  defineRoute({
+    name: "groups.delete",
+    methods: ["POST"],
+    path: `${groupBase}/delete`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => services.groups.delete(caller, path.groupId as string),
+  }),
+  defineRoute({
+    name: "groups.protect",
+    methods: ["POST"],
+    path: `${groupBase}/protect`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.setProtected(caller, path.groupId as string, true),
+  }),
+  defineRoute({
+    name: "groups.unprotect",
+    methods: ["POST"],
+    path: `${groupBase}/unprotect`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.setProtected(caller, path.groupId as string, false),
+  }),
+  defineRoute({
+    name: "groups.invite",
+    methods: ["POST"],
+    path: `${groupBase}/invite`,
+    auth: "required",
+    params: {
+      users: { ...userList(), required: true as const },
+      // Invitations store no role (see GroupService.invite), so an invitation cannot promise one.
+      role: p.string({
+        enum: ["group_member", "group_admin"],
+        check: (v) =>
+          v === "group_admin"
+            ? "cannot be group_admin: invitations make members; promote them with updateUsers once they join"
+            : undefined,
+      }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.groups.invite(caller, path.groupId as string, params.users),
+  }),
+  defineRoute({
+    name: "groups.addUsers",
+    methods: ["POST"],
+    path: `${groupBase}/addUsers`,
+    auth: "required",
+    params: { users: userList(), admins: userList() },
+    handler: async ({ params, path, caller, services }) =>
+      services.groups.addUsers(caller, path.groupId as string, {
+        users: params.users ?? [],
+        admins: params.admins ?? [],
+      }),
+  }),
+  defineRoute({
+    name: "groups.removeUsers",
+    methods: ["POST"],
+    path: `${groupBase}/removeUsers`,
+    auth: "required",
+    params: { users: { ...userList(), required: true as const } },
+    handler: async ({ params, path, caller, services }) =>
+      services.groups.removeUsers(caller, path.groupId as string, params.users),
+  }),
+  defineRoute({
+    name: "groups.updateUsers",
+    methods: ["POST"],
+    path: `${groupBase}/updateUsers`,
+    auth: "required",
+    params: { users: userList(), admins: userList() },
+    handler: async ({ params, path, caller, services }) =>
+      services.groups.updateUsers(caller, path.groupId as string, {
+        users: params.users ?? [],
+        admins: params.admins ?? [],
+      }),
+  }),
+  defineRoute({
+    name: "groups.users",
+    methods: ["GET", "POST"],
+    path: `${groupBase}/users`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => services.groups.members(caller, path.groupId as string),
+  }),
+  defineRoute({
+    name: "groups.content",
+    methods: ["GET", "POST"],
+    path: "/content/groups/:groupId",
+    auth: "optional",
+    params: pagingParams,
+    handler: async ({ params, path, caller, services }) =>
+      services.groups.content(caller, path.groupId as string, pageOf(params)),
+  }),
+  defineRoute({
+    name: "users.invitations",
+    methods: ["GET", "POST"],
+    path: "/community/users/:username/invitations",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.invitations(caller, path.username as string),
+  }),
+  defineRoute({
+    name: "users.invitations.accept",
+    methods: ["POST"],
+    path: "/community/users/:username/invitations/:invitationId/accept",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.acceptInvitation(caller, path.username as string, path.invitationId as string),
+  }),
+  defineRoute({
+    name: "users.invitations.decline",
+    methods: ["POST"],
+    path: "/community/users/:username/invitations/:invitationId/decline",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.declineInvitation(caller, path.username as string, path.invitationId as string),
+  }),
+];

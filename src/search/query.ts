@@ -1,0 +1,185 @@
+import { errors } from "../errors.js";
+
+/**
+ * The ArcGIS search syntax (`q`) as far as clients commonly use it: words and "quoted phrases",
+ * `field:value` and `field:"quoted value"`, `field:(a OR b)`, the upper-case operators `AND`, `OR`
+ * and `NOT`, and parentheses. Adjacent terms are AND-ed, as the ArcGIS default operator does. The
+ * result is a small tree that the search service compiles to SQL; parsing never touches the
+ * database, so a malformed query costs nothing.
+ */
+export type QueryNode =
+  | { kind: "all" }
+  | { kind: "and"; children: QueryNode[] }
+  | { kind: "or"; children: QueryNode[] }
+  | { kind: "not"; child: QueryNode }
+  /** `field` null: a bare word or phrase, matched against title, tags, description and snippet. */
+  | { kind: "term"; field: string | null; value: string };
+
+export const ITEM_FIELDS = ["title", "owner", "type", "tags", "group", "id", "access", "orgid"] as const;
+export const GROUP_FIELDS = ["title", "owner", "tags", "id", "access", "orgid"] as const;
+
+/** Longest accepted `q`; a query is a filter, not a document. */
+export const MAX_QUERY_LENGTH = 2048;
+/** Nesting and term limits keep a hostile query from building a huge SQL statement. */
+const MAX_DEPTH = 32;
+const MAX_TERMS = 64;
+
+type Token =
+  | { t: "(" | ")" | "AND" | "OR" | "NOT"; at: number }
+  | { t: "field"; name: string; at: number }
+  | { t: "value"; value: string; quoted: boolean; at: number };
+
+/**
+ * Parses `q`. Field names are case-insensitive and must be among `fields`; an empty query matches
+ * everything. Throws the 400 invalid-parameter error naming `q`.
+ */
+export function parseQuery(q: string, fields: readonly string[]): QueryNode {
+  if ([...q].length > MAX_QUERY_LENGTH) bad(`must be at most ${MAX_QUERY_LENGTH} characters`);
+  const parser = new Parser(tokenize(q), new Set(fields));
+  return parser.parse();
+}
+
+function bad(reason: string): never {
+  throw errors.invalidParameter("q", reason);
+}
+
+function tokenize(q: string): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  while (i < q.length) {
+    const c = q[i] as string;
+    if (/\s/.test(c)) {
+      i++;
+      continue;
+    }
+    if (c === "(" || c === ")") {
+      out.push({ t: c, at: i });
+      i++;
+      continue;
+    }
+    if (c === '"') {
+      const end = q.indexOf('"', i + 1);
+      if (end < 0) bad(`has an unbalanced quote at position ${i + 1}`);
+      out.push({ t: "value", value: q.slice(i + 1, end), quoted: true, at: i });
+      i = end + 1;
+      continue;
+    }
+    const start = i;
+    while (i < q.length && !/[\s()"]/.test(q[i] as string) && q[i] !== ":") i++;
+    const word = q.slice(start, i);
+    // `name:` introduces a field; a colon that follows nothing (":x") is part of a word.
+    if (q[i] === ":" && word !== "") {
+      out.push({ t: "field", name: word.toLowerCase(), at: start });
+      i++;
+      // A field's plain value runs to the next space or parenthesis, colons included (`id:a:b`).
+      const valueStart = i;
+      while (i < q.length && !/[\s()"]/.test(q[i] as string)) i++;
+      if (i > valueStart)
+        out.push({ t: "value", value: q.slice(valueStart, i), quoted: false, at: valueStart });
+      continue;
+    }
+    if (q[i] === ":") {
+      i++;
+      while (i < q.length && !/[\s()"]/.test(q[i] as string)) i++;
+    }
+    const text = q.slice(start, i);
+    if (text === "AND" || text === "OR" || text === "NOT") out.push({ t: text, at: start });
+    else out.push({ t: "value", value: text, quoted: false, at: start });
+  }
+  return out;
+}
+
+class Parser {
+  private pos = 0;
+  private depth = 0;
+  private terms = 0;
+
+  constructor(
+    private readonly tokens: Token[],
+    private readonly fields: ReadonlySet<string>,
+  ) {}
+
+  parse(): QueryNode {
+    if (this.tokens.length === 0) return { kind: "all" };
+    const node = this.or(null);
+    const rest = this.tokens[this.pos];
+    if (rest) {
+      if (rest.t === ")") bad(`has an unbalanced ')' at position ${rest.at + 1}`);
+      bad(`has an unexpected '${describe(rest)}' at position ${rest.at + 1}`);
+    }
+    return node;
+  }
+
+  private peek(): Token | undefined {
+    return this.tokens[this.pos];
+  }
+
+  private or(field: string | null): QueryNode {
+    const children = [this.and(field)];
+    while (this.peek()?.t === "OR") {
+      this.pos++;
+      children.push(this.and(field));
+    }
+    return children.length === 1 ? (children[0] as QueryNode) : { kind: "or", children };
+  }
+
+  private and(field: string | null): QueryNode {
+    const children = [this.unary(field)];
+    for (;;) {
+      const next = this.peek();
+      if (!next || next.t === ")" || next.t === "OR") break;
+      if (next.t === "AND") this.pos++;
+      children.push(this.unary(field));
+    }
+    return children.length === 1 ? (children[0] as QueryNode) : { kind: "and", children };
+  }
+
+  private unary(field: string | null): QueryNode {
+    if (this.peek()?.t === "NOT") {
+      this.pos++;
+      return { kind: "not", child: this.unary(field) };
+    }
+    return this.primary(field);
+  }
+
+  private primary(field: string | null): QueryNode {
+    const token = this.peek();
+    if (!token) bad("ends where a search term was expected");
+    this.pos++;
+    switch (token.t) {
+      case "(": {
+        if (++this.depth > MAX_DEPTH) bad(`nests parentheses more than ${MAX_DEPTH} deep`);
+        const inner = this.or(field);
+        const close = this.peek();
+        if (close?.t !== ")") bad(`has an unbalanced '(' at position ${token.at + 1}`);
+        this.pos++;
+        this.depth--;
+        return inner;
+      }
+      case "field": {
+        if (field !== null) bad(`has a field inside the field '${field}' at position ${token.at + 1}`);
+        if (!this.fields.has(token.name)) {
+          bad(`uses the unknown field '${token.name}' (known fields: ${[...this.fields].join(", ")})`);
+        }
+        const next = this.peek();
+        if (next?.t !== "value" && next?.t !== "(") {
+          bad(`has no value after '${token.name}:' at position ${token.at + 1}`);
+        }
+        return this.primary(token.name);
+      }
+      case "value": {
+        if (++this.terms > MAX_TERMS) bad(`has more than ${MAX_TERMS} search terms`);
+        if (token.value === "*" && !token.quoted) return { kind: "all" };
+        return { kind: "term", field, value: token.value };
+      }
+      default:
+        bad(`has an unexpected '${describe(token)}' at position ${token.at + 1}`);
+    }
+  }
+}
+
+function describe(token: Token): string {
+  if (token.t === "field") return `${token.name}:`;
+  if (token.t === "value") return token.value;
+  return token.t;
+}
