@@ -100,6 +100,11 @@ export class AuthService {
    * The caller a token stands for. Throws 498 for an unknown, expired or disabled user's token.
    */
   async authenticate(token: string): Promise<Caller> {
+    return (await this.session(token)).caller;
+  }
+
+  /** The caller of a valid token and when the token expires (epoch ms). */
+  async session(token: string): Promise<{ caller: Caller; expires: number }> {
     const hash = hashToken(token);
     const holder = await this.holders.get(hash, async () => {
       const row = await findTokenHolder(this.db.kysely, hash);
@@ -111,7 +116,7 @@ export class AuthService {
       this.holders.delete(hash);
       throw errors.invalidToken();
     }
-    return holder.caller;
+    return holder;
   }
 
   /** Ends one token (sign-out). Records the signout event for its holder. */

@@ -1,5 +1,3 @@
-import { hashToken } from "../../auth/auth.service.js";
-import { findTokenHolder } from "../../auth/token.repository.js";
 import { errors } from "../../errors.js";
 import { REST_VERSION } from "../../portal/portal.service.js";
 import type { Services } from "../../services.js";
@@ -27,10 +25,8 @@ async function serverToken(
       `must be a server of this portal (${owningSystemUrl(apiBase)})`,
     );
   }
-  await services.auth.authenticate(token);
-  const holder = await findTokenHolder(services.db.kysely, hashToken(token));
-  if (!holder) throw errors.invalidToken();
-  return { token, expires: holder.expires, ssl };
+  const { expires } = await services.auth.session(token);
+  return { token, expires, ssl };
 }
 
 export const authRoutes = [
