@@ -301,6 +301,71 @@ describe("sharing with the organization and everyone, and comments", () => {
     expect(r.results[1]).toMatchObject({ success: false });
   });
 
+  it("shares with a group: members see the item, others do not; both item and group events are recorded", async () => {
+    const id = await add("Group map");
+    const carol = await portal.addUser("carol_share");
+    const group = await portal.post(
+      "/community/createGroup",
+      { title: "Hydro team", access: "org" },
+      alice.token,
+    );
+    await portal.post(`/community/groups/${group.group.id}/addUsers`, { users: bob.username }, alice.token);
+    expect(await share(id, { groups: group.group.id })).toEqual({ notSharedWith: [], itemId: id });
+    expect((await portal.get(`/content/items/${id}`, {}, bob.token)).access).toBe("shared");
+    expect((await portal.get(`/content/items/${id}`, {}, carol.token)).error.code).toBe(400);
+    const events = (await outbox(portal)).slice(-2);
+    expect(events[0]).toMatchObject({ source: "group", operation: "share", object_id: group.group.id });
+    expect(JSON.parse(events[0]!.properties)).toEqual({ sharedItems: [{ itemId: id, itemType: "Web Map" }] });
+    expect(JSON.parse(events[1]!.properties)).toEqual({ sharedToGroups: [group.group.id] });
+
+    // Someone who is not a member cannot share into the group.
+    const carolItem = (
+      await portal.post(
+        `/content/users/${carol.username}/addItem`,
+        { title: "C", type: "Web Map" },
+        carol.token,
+      )
+    ).id;
+    const refused = await portal.post(
+      `/content/users/${carol.username}/items/${carolItem}/share`,
+      { groups: group.group.id },
+      carol.token,
+    );
+    expect(refused.notSharedWith).toEqual([group.group.id]);
+
+    const unshared = await portal.post(
+      `/content/users/${alice.username}/items/${id}/unshare`,
+      { groups: group.group.id },
+      alice.token,
+    );
+    expect(unshared).toEqual({ notUnsharedFrom: [], itemId: id });
+    expect((await portal.get(`/content/items/${id}`, {}, bob.token)).error.code).toBe(400);
+    expect((await portal.get(`/content/items/${id}`, {}, alice.token)).access).toBe("private");
+    expect(JSON.parse((await outbox(portal)).at(-2)!.properties)).toEqual({
+      unsharedItems: [{ itemId: id, itemType: "Web Map" }],
+    });
+  });
+
+  it("lets only the owner and group managers share into a view-only group", async () => {
+    const group = await portal.post(
+      "/community/createGroup",
+      { title: "Announcements", access: "org", isViewOnly: true },
+      alice.token,
+    );
+    await portal.post(`/community/groups/${group.group.id}/addUsers`, { users: bob.username }, alice.token);
+    const bobItem = (
+      await portal.post(`/content/users/${bob.username}/addItem`, { title: "B2", type: "Web Map" }, bob.token)
+    ).id;
+    const byMember = await portal.post(
+      `/content/users/${bob.username}/items/${bobItem}/share`,
+      { groups: group.group.id },
+      bob.token,
+    );
+    expect(byMember.notSharedWith).toEqual([group.group.id]);
+    const id = await add("Announcement");
+    expect((await share(id, { groups: group.group.id })).notSharedWith).toEqual([]);
+  });
+
   it("adds, lists, updates and deletes comments with their events", async () => {
     const id = await add("Commented");
     await share(id, { org: true });

@@ -34,39 +34,13 @@ export class SharingService {
 
   /** `content/users/<u>/items/<id>/share` */
   async share(caller: Caller | null, username: string, itemId: string, request: ShareRequest) {
-    const org = await this.portal.get();
-    return this.db.transaction(async (trx) => {
-      const item = await this.items.mustOwnOrAdminister(
-        trx,
-        caller,
-        username,
-        itemId,
-        "portal:admin:shareToGroup",
-      );
-      const notSharedWith = await this.shareOne(
-        trx,
-        caller as Caller,
-        item,
-        request,
-        org.settings.canSharePublic === true,
-      );
-      return { notSharedWith, itemId };
-    });
+    const canSharePublic = (await this.portal.get()).settings.canSharePublic === true;
+    return { notSharedWith: await this.shareIn(caller, username, itemId, request, canSharePublic), itemId };
   }
 
   /** `content/users/<u>/items/<id>/unshare` */
   async unshare(caller: Caller | null, username: string, itemId: string, groups: readonly string[]) {
-    return this.db.transaction(async (trx) => {
-      const item = await this.items.mustOwnOrAdminister(
-        trx,
-        caller,
-        username,
-        itemId,
-        "portal:admin:shareToGroup",
-      );
-      const notUnsharedFrom = await this.unshareOne(trx, caller as Caller, item, groups);
-      return { notUnsharedFrom, itemId };
-    });
+    return { notUnsharedFrom: await this.unshareIn(caller, username, itemId, groups), itemId };
   }
 
   /** `content/users/<u>/shareItems`: several items at once; each item succeeds or fails alone. */
@@ -76,25 +50,10 @@ export class SharingService {
     itemIds: readonly string[],
     request: ShareRequest,
   ) {
-    const org = await this.portal.get();
-    const results = [];
-    for (const itemId of itemIds) {
-      try {
-        const notSharedWith = await this.db.transaction(async (trx) => {
-          const item = await this.items.mustOwnOrAdminister(
-            trx,
-            caller,
-            username,
-            itemId,
-            "portal:admin:shareToGroup",
-          );
-          return this.shareOne(trx, caller as Caller, item, request, org.settings.canSharePublic === true);
-        });
-        results.push({ itemId, success: true, notSharedWith });
-      } catch (err) {
-        results.push({ itemId, success: false, notSharedWith: [...request.groups], error: describe(err) });
-      }
-    }
+    const canSharePublic = (await this.portal.get()).settings.canSharePublic === true;
+    const results = await eachItem(itemIds, "notSharedWith", request.groups, (itemId) =>
+      this.shareIn(caller, username, itemId, request, canSharePublic),
+    );
     return { results };
   }
 
@@ -105,25 +64,48 @@ export class SharingService {
     itemIds: readonly string[],
     groups: readonly string[],
   ) {
-    const results = [];
-    for (const itemId of itemIds) {
-      try {
-        const notUnsharedFrom = await this.db.transaction(async (trx) => {
-          const item = await this.items.mustOwnOrAdminister(
-            trx,
-            caller,
-            username,
-            itemId,
-            "portal:admin:shareToGroup",
-          );
-          return this.unshareOne(trx, caller as Caller, item, groups);
-        });
-        results.push({ itemId, success: true, notUnsharedFrom });
-      } catch (err) {
-        results.push({ itemId, success: false, notUnsharedFrom: [...groups], error: describe(err) });
-      }
-    }
+    const results = await eachItem(itemIds, "notUnsharedFrom", groups, (itemId) =>
+      this.unshareIn(caller, username, itemId, groups),
+    );
     return { results };
+  }
+
+  /** Shares one item in its own transaction; answers the groups it could not be shared with. */
+  private shareIn(
+    caller: Caller | null,
+    username: string,
+    itemId: string,
+    request: ShareRequest,
+    canSharePublic: boolean,
+  ): Promise<string[]> {
+    return this.db.transaction(async (trx) => {
+      const item = await this.items.mustOwnOrAdminister(
+        trx,
+        caller,
+        username,
+        itemId,
+        "portal:admin:shareToGroup",
+      );
+      return this.shareOne(trx, caller as Caller, item, request, canSharePublic);
+    });
+  }
+
+  private unshareIn(
+    caller: Caller | null,
+    username: string,
+    itemId: string,
+    groups: readonly string[],
+  ): Promise<string[]> {
+    return this.db.transaction(async (trx) => {
+      const item = await this.items.mustOwnOrAdminister(
+        trx,
+        caller,
+        username,
+        itemId,
+        "portal:admin:shareToGroup",
+      );
+      return this.unshareOne(trx, caller as Caller, item, groups);
+    });
   }
 
   private async shareOne(
@@ -296,6 +278,33 @@ function withdrawnScopes(before: string, after: string): string[] {
   if ((rank[before] ?? 0) >= 2 && (rank[after] ?? 0) < 2) out.push("Everyone");
   if ((rank[before] ?? 0) >= 1 && (rank[after] ?? 0) < 1) out.push("Organization");
   return out;
+}
+
+/**
+ * Runs a bulk operation item by item: each succeeds or fails alone, and a refused item is reported
+ * in its result (with every group listed as not done) rather than failing the whole request.
+ */
+async function eachItem<K extends string>(
+  itemIds: readonly string[],
+  key: K,
+  groups: readonly string[],
+  operation: (itemId: string) => Promise<string[]>,
+) {
+  const results: ({ itemId: string; success: boolean } & Record<K, string[]> & { error?: unknown })[] = [];
+  for (const itemId of itemIds) {
+    try {
+      const notDone = await operation(itemId);
+      results.push({ itemId, success: true, [key]: notDone } as (typeof results)[number]);
+    } catch (err) {
+      results.push({
+        itemId,
+        success: false,
+        [key]: [...groups],
+        error: describe(err),
+      } as (typeof results)[number]);
+    }
+  }
+  return results;
 }
 
 /** A refused item of a bulk operation is reported in its result; anything unexpected is thrown. */
