@@ -355,10 +355,17 @@ describe("group search", () => {
     portal.get("/community/groups", params, token);
   const groupTitles = (r: { results: { title: string }[] }) => r.results.map((g) => g.title).sort();
 
-  it("answers group JSON in the ArcGIS shape", async () => {
+  it("answers the group resource, as community/groups/<id> does but without userMembership", async () => {
     const r = await groupSearch({ q: `id:${GROUP_TEAM}` }, alice.token);
     expect(r).toMatchObject({ query: `id:${GROUP_TEAM}`, total: 1, start: 1, num: 10, nextStart: -1 });
-    expect(r.results[0]).toEqual({
+    const { userMembership, ...resource } = await portal.get(
+      `/community/groups/${GROUP_TEAM}`,
+      {},
+      alice.token,
+    );
+    expect(userMembership).toBeDefined();
+    expect(r.results[0]).toEqual(resource);
+    expect(r.results[0]).toMatchObject({
       id: GROUP_TEAM,
       title: "Water Team",
       owner: alice.username,

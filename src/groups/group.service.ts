@@ -542,7 +542,8 @@ function unique(usernames: readonly string[]): string[] {
 }
 
 /** The ArcGIS group resource; `userMembership` is left out for anonymous callers. */
-function groupJson(
+/** The ArcGIS group resource; `userMembership` only when the caller is known. */
+export function groupJson(
   row: GroupRow,
   orgId: string,
   membership: { username: string; memberType: MemberType | "none" } | null,

@@ -1,11 +1,11 @@
 import type { Caller } from "../auth/caller.js";
 import type { ItemService } from "../content/item.service.js";
 import type { Db } from "../db/database.js";
+import { groupJson } from "../groups/group.service.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import { GROUP_FIELDS, ITEM_FIELDS, parseQuery } from "./query.js";
 import {
-  type GroupRow,
   type GroupSortColumn,
   type ItemSortColumn,
   type SearchViewer,
@@ -85,7 +85,7 @@ export class SearchService {
     return {
       query: request.q ?? "",
       ...pageInfo(request.page, total, rows.length),
-      results: rows.map(groupJson),
+      results: rows.map((row) => groupJson(row, org.id, null)),
     };
   }
 
@@ -96,22 +96,4 @@ export class SearchService {
       orgIsPublic,
     };
   }
-}
-
-/** The group fields a search answer carries; the full group resource lives with the groups API. */
-export function groupJson(row: GroupRow): Record<string, unknown> {
-  return {
-    id: row.id,
-    title: row.title,
-    owner: row.owner,
-    description: row.description,
-    snippet: row.snippet,
-    tags: JSON.parse(row.tags) as string[],
-    access: row.access,
-    isInvitationOnly: row.is_invitation_only === 1,
-    isViewOnly: row.is_view_only === 1,
-    protected: row.protected === 1,
-    created: row.created,
-    modified: row.modified,
-  };
 }
