@@ -47,6 +47,23 @@ export function sharedGroupIds(q: Queryable, itemId: string): Promise<string[]> 
     .then((rows) => rows.map((r) => r.group_id));
 }
 
+/** The groups each of several items is shared with, in one query (no query per item). */
+export async function sharedGroupIdsOf(
+  q: Queryable,
+  itemIds: readonly string[],
+): Promise<Map<string, string[]>> {
+  const shares = new Map<string, string[]>(itemIds.map((id) => [id, []]));
+  if (itemIds.length === 0) return shares;
+  const rows = await q
+    .selectFrom("item_shares")
+    .select(["item_id", "group_id"])
+    .where("item_id", "in", [...itemIds])
+    .orderBy("group_id")
+    .execute();
+  for (const row of rows) shares.get(row.item_id)?.push(row.group_id);
+  return shares;
+}
+
 export async function putFile(q: Queryable, row: Insertable<ItemFileTable>): Promise<void> {
   await q.deleteFrom("item_files").where("item_id", "=", row.item_id).where("kind", "=", row.kind).execute();
   await q.insertInto("item_files").values(row).execute();

@@ -25,6 +25,7 @@ import {
   putFile,
   replaceTags,
   sharedGroupIds,
+  sharedGroupIdsOf,
   updateItem,
 } from "./item.repository.js";
 
@@ -323,9 +324,7 @@ export class ItemService {
       limit: page.num,
     });
     const folders = await listFolders(this.db.kysely, owner.id);
-    const items = await Promise.all(
-      rows.map(async (r) => this.itemJson(r, await sharedGroupIds(this.db.kysely, r.id))),
-    );
+    const items = await this.itemsJson(rows);
     return {
       username: owner.username,
       ...pageInfo(page, total, rows.length),
@@ -333,6 +332,15 @@ export class ItemService {
       items,
       folders: folders.map((f) => folderJson(f, owner.username)),
     };
+  }
+
+  /** Item resources of a page of rows, with their shares read in one query. */
+  async itemsJson(rows: readonly ItemRow[]): Promise<Record<string, unknown>[]> {
+    const shares = await sharedGroupIdsOf(
+      this.db.kysely,
+      rows.map((r) => r.id),
+    );
+    return Promise.all(rows.map((r) => this.itemJson(r, shares.get(r.id) ?? [])));
   }
 
   /** The ArcGIS item resource. */

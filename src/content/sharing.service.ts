@@ -3,7 +3,7 @@ import { actorOf, type Caller } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors, PorticoError } from "../errors.js";
-import { recordEvent } from "../events/outbox.js";
+import { type ChangeEvent, recordEvent } from "../events/outbox.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { type ItemRow, updateItem } from "./item.repository.js";
 import type { ItemService } from "./item.service.js";
@@ -154,13 +154,10 @@ export class SharingService {
       if (exists) continue;
       await trx.insertInto("item_shares").values({ item_id: item.id, group_id: groupId }).execute();
       sharedTo.push(groupId);
-      await recordEvent(trx, {
-        source: "group",
-        operation: "share",
-        objectId: groupId,
-        actor: actorOf(caller),
-        properties: { sharedItems: [{ itemId: item.id, itemType: item.type }] },
-      });
+      await recordEvent(
+        trx,
+        event("group", "share", groupId, caller, { sharedItems: [{ itemId: item.id, itemType: item.type }] }),
+      );
     }
 
     const before = item.access;
@@ -169,23 +166,11 @@ export class SharingService {
     if (request.everyone === true && before !== "public") sharedTo.push("Everyone");
     else if (request.org === true && before !== "org" && before !== "public") sharedTo.push("Organization");
     if (sharedTo.length > 0) {
-      await recordEvent(trx, {
-        source: "item",
-        operation: "share",
-        objectId: item.id,
-        actor: actorOf(caller),
-        properties: { sharedToGroups: sharedTo },
-      });
+      await recordEvent(trx, event("item", "share", item.id, caller, { sharedToGroups: sharedTo }));
     }
     const withdrawn = withdrawnScopes(before, access);
     if (withdrawn.length > 0) {
-      await recordEvent(trx, {
-        source: "item",
-        operation: "unshare",
-        objectId: item.id,
-        actor: actorOf(caller),
-        properties: { unsharedFromGroups: withdrawn },
-      });
+      await recordEvent(trx, event("item", "unshare", item.id, caller, { unsharedFromGroups: withdrawn }));
     }
     return notSharedWith;
   }
@@ -209,24 +194,17 @@ export class SharingService {
         continue;
       }
       removed.push(groupId);
-      await recordEvent(trx, {
-        source: "group",
-        operation: "unshare",
-        objectId: groupId,
-        actor: actorOf(caller),
-        properties: { unsharedItems: [{ itemId: item.id, itemType: item.type }] },
-      });
+      await recordEvent(
+        trx,
+        event("group", "unshare", groupId, caller, {
+          unsharedItems: [{ itemId: item.id, itemType: item.type }],
+        }),
+      );
     }
     if (removed.length > 0) {
       const access = await this.deriveAccess(trx, item, { groups: [] });
       if (access !== item.access) await updateItem(trx, item.id, { access });
-      await recordEvent(trx, {
-        source: "item",
-        operation: "unshare",
-        objectId: item.id,
-        actor: actorOf(caller),
-        properties: { unsharedFromGroups: removed },
-      });
+      await recordEvent(trx, event("item", "unshare", item.id, caller, { unsharedFromGroups: removed }));
     }
     return notUnsharedFrom;
   }
@@ -269,6 +247,17 @@ export class SharingService {
       .executeTakeFirst();
     return share ? "shared" : "private";
   }
+}
+
+/** A sharing event: what changed (`sharedToGroups`, `sharedItems`, ...) is in its properties. */
+function event(
+  source: "item" | "group",
+  operation: "share" | "unshare",
+  objectId: string,
+  caller: Caller,
+  properties: Record<string, unknown>,
+): ChangeEvent {
+  return { source, operation, objectId, actor: actorOf(caller), properties };
 }
 
 /** Scopes an access change withdrew: public -> org withdraws Everyone, and so on. */

@@ -1,7 +1,6 @@
 import type { Transaction } from "kysely";
 import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
 import { canViewGroup } from "../content/access.js";
-import { sharedGroupIds } from "../content/item.repository.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -363,9 +362,7 @@ export class GroupService {
       { sortField: row.sort_field as GroupSortField, sortOrder: row.sort_order === "desc" ? "desc" : "asc" },
       { offset: page.start - 1, limit: page.num },
     );
-    const items = await Promise.all(
-      rows.map(async (r) => this.items.itemJson(r, await sharedGroupIds(this.db.kysely, r.id))),
-    );
+    const items = await this.items.itemsJson(rows);
     return { ...pageInfo(page, total, rows.length), items };
   }
 

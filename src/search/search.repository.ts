@@ -180,7 +180,7 @@ export async function searchItems(
   viewer: SearchViewer,
   sort: SearchSort<ItemSortColumn>,
   page: SearchPage,
-): Promise<{ total: number; rows: ItemRow[]; shares: Map<string, string[]> }> {
+): Promise<{ total: number; rows: ItemRow[] }> {
   const term = itemTerm(orgId);
   const base = q
     .selectFrom("items")
@@ -195,21 +195,7 @@ export async function searchItems(
       .offset(page.offset)
       .execute(),
   ]);
-  const shares = new Map<string, string[]>(rows.map((r) => [r.id, []]));
-  if (rows.length > 0) {
-    const shareRows = await q
-      .selectFrom("item_shares")
-      .select(["item_id", "group_id"])
-      .where(
-        "item_id",
-        "in",
-        rows.map((r) => r.id),
-      )
-      .orderBy("group_id")
-      .execute();
-    for (const s of shareRows) shares.get(s.item_id)?.push(s.group_id);
-  }
-  return { total: Number(count.n), rows, shares };
+  return { total: Number(count.n), rows };
 }
 
 function groupTerm(orgId: string) {

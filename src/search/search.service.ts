@@ -62,11 +62,11 @@ export class SearchService {
       column: request.sortField ? (ITEM_SORT_FIELDS[request.sortField] ?? "modified") : "modified",
       direction: request.sortOrder ?? (request.sortField ? "asc" : "desc"),
     } as const;
-    const { total, rows, shares } = await searchItems(this.db.kysely, node, org.id, viewer, sort, {
+    const { total, rows } = await searchItems(this.db.kysely, node, org.id, viewer, sort, {
       offset: request.page.start - 1,
       limit: request.page.num,
     });
-    const results = await Promise.all(rows.map((r) => this.items.itemJson(r, shares.get(r.id) ?? [])));
+    const results = await this.items.itemsJson(rows);
     return { query: request.q ?? "", ...pageInfo(request.page, total, rows.length), results };
   }
 

@@ -1,5 +1,5 @@
 import { MAX_QUERY_LENGTH } from "../../search/query.js";
-import { GROUP_SORT_FIELDS, ITEM_SORT_FIELDS } from "../../search/search.service.js";
+import { GROUP_SORT_FIELDS, ITEM_SORT_FIELDS, type SearchRequest } from "../../search/search.service.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
@@ -15,6 +15,21 @@ function searchParams(sortFields: Readonly<Record<string, unknown>>) {
   };
 }
 
+function searchRequest(params: {
+  q?: string | undefined;
+  sortField?: string | undefined;
+  sortOrder?: string | undefined;
+  start?: number | undefined;
+  num?: number | undefined;
+}): SearchRequest {
+  return {
+    q: params.q,
+    sortField: params.sortField,
+    sortOrder: params.sortOrder as "asc" | "desc" | undefined,
+    page: pageOf(params),
+  };
+}
+
 /** Searches answer anonymous callers too: what they see is narrowed, not refused. */
 export const searchRoutes = [
   defineRoute({
@@ -24,12 +39,7 @@ export const searchRoutes = [
     auth: "optional",
     params: searchParams(ITEM_SORT_FIELDS),
     handler: async ({ params, caller, services }) =>
-      services.search.searchItems(caller, {
-        q: params.q,
-        sortField: params.sortField,
-        sortOrder: params.sortOrder as "asc" | "desc" | undefined,
-        page: pageOf(params),
-      }),
+      services.search.searchItems(caller, searchRequest(params)),
   }),
   defineRoute({
     name: "search.groups",
@@ -38,11 +48,6 @@ export const searchRoutes = [
     auth: "optional",
     params: searchParams(GROUP_SORT_FIELDS),
     handler: async ({ params, caller, services }) =>
-      services.search.searchGroups(caller, {
-        q: params.q,
-        sortField: params.sortField,
-        sortOrder: params.sortOrder as "asc" | "desc" | undefined,
-        page: pageOf(params),
-      }),
+      services.search.searchGroups(caller, searchRequest(params)),
   }),
 ];
