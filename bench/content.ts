@@ -331,11 +331,12 @@ export async function seedContent(engine: EngineName, store: Store, searcher: st
           modified - Math.floor(random() * YEAR_MS),
           modified,
         ]);
-        for (const tag of itemTags) tags.push([id, tag]);
+        // With the item's search columns, as `replaceTags` writes them (migration 0004).
+        for (const tag of itemTags) tags.push([id, tag, modified, access, ownerIds[ownerIndex]]);
         if (access === "shared") shares.push([id, pick(groupIds)]);
       }
       await sink.insert("items", itemColumns, items);
-      await insertBatched(sink, "item_tags", ["item_id", "tag_key"], tags);
+      await insertBatched(sink, "item_tags", ["item_id", "tag_key", "modified", "access", "owner_id"], tags);
       await insertBatched(sink, "item_shares", ["item_id", "group_id"], shares);
     }
     await sink.finish();

@@ -344,6 +344,48 @@ describe("item search: who sees what", () => {
     expect(back.error).toBeUndefined();
   });
 
+  it("keeps results and totals current as an item's tags, sharing and owner change", async () => {
+    // Totals are cached per query and viewer, and `tags:` reads copies of the item's columns kept
+    // beside its tags; every step below must show through both at once.
+    const tagged = async (tag: string, token: string) => {
+      const r = await search({ q: `tags:${tag}` }, token);
+      return { total: r.total as number, titles: titles(r) };
+    };
+    await addItem(alice, "moving", { title: "Moving Target", type: "Web Map", tags: "drift" });
+    expect(await tagged("drift", alice.token)).toEqual({ total: 1, titles: ["Moving Target"] });
+    expect(await tagged("drift", carol.token)).toEqual({ total: 0, titles: [] });
+
+    await share(alice, "moving", { org: true });
+    expect(await tagged("drift", carol.token)).toEqual({ total: 1, titles: ["Moving Target"] });
+
+    const retag = await portal.post(
+      `/content/users/${alice.username}/items/${ids.moving}/update`,
+      { tags: "current" },
+      alice.token,
+    );
+    expect(retag.success).toBe(true);
+    expect(await tagged("drift", carol.token)).toEqual({ total: 0, titles: [] });
+    expect(await tagged("current", carol.token)).toEqual({ total: 1, titles: ["Moving Target"] });
+
+    // Sharing with neither the organization nor everyone makes the item private again.
+    const unshare = await portal.post(
+      `/content/users/${alice.username}/items/${ids.moving}/share`,
+      { org: false, everyone: false },
+      alice.token,
+    );
+    expect(unshare.error).toBeUndefined();
+    expect(await tagged("current", carol.token)).toEqual({ total: 0, titles: [] });
+
+    const reassign = await portal.post(
+      `/content/users/${alice.username}/items/${ids.moving}/reassign`,
+      { targetUsername: carol.username },
+      portal.adminToken,
+    );
+    expect(reassign.success).toBe(true);
+    expect(await tagged("current", carol.token)).toEqual({ total: 1, titles: ["Moving Target"] });
+    expect(await tagged("current", alice.token)).toEqual({ total: 0, titles: [] });
+  });
+
   it("refuses an invalid token rather than searching anonymously", async () => {
     const r = await search({ q: "*" }, "not-a-token");
     expect(r.error.code).toBe(498);

@@ -22,16 +22,23 @@ export async function updateItem(q: Queryable, id: string, patch: Updateable<Ite
   await q.updateTable("items").set(patch).where("id", "=", id).execute();
 }
 
-/** Keeps the tag index in step with the item's tags. */
+/**
+ * Keeps the tag index in step with the item's tags. The rows copy the item's search columns as
+ * they are now; a trigger keeps them in step with later changes of the item (migration 0004).
+ */
 export async function replaceTags(q: Queryable, itemId: string, tags: readonly string[]): Promise<void> {
   await q.deleteFrom("item_tags").where("item_id", "=", itemId).execute();
   const keys = [...new Set(tags.map((t) => t.toLowerCase()))];
-  if (keys.length > 0) {
-    await q
-      .insertInto("item_tags")
-      .values(keys.map((tag_key) => ({ item_id: itemId, tag_key })))
-      .execute();
-  }
+  if (keys.length === 0) return;
+  const item = await q
+    .selectFrom("items")
+    .select(["modified", "access", "owner_id"])
+    .where("id", "=", itemId)
+    .executeTakeFirstOrThrow();
+  await q
+    .insertInto("item_tags")
+    .values(keys.map((tag_key) => ({ item_id: itemId, tag_key, ...item })))
+    .execute();
 }
 
 export async function deleteItem(q: Queryable, id: string): Promise<void> {

@@ -5,10 +5,12 @@ import type { Queryable } from "./database.js";
 /**
  * What in-memory caches may be holding that a change makes stale:
  * - `org`: the organization and its settings;
- * - `auth`: token holders, their privileges and their own user resource.
+ * - `auth`: token holders, their privileges and their own user resource;
+ * - `events`: the outbox received events, so content, groups or users changed (search totals go
+ *   stale) and the webhook dispatcher has work. `recordEvent` notes it; nobody declares it by hand.
  */
-export type Topic = "org" | "auth";
-const TOPICS: readonly Topic[] = ["org", "auth"];
+export type Topic = "org" | "auth" | "events";
+const TOPICS: readonly Topic[] = ["org", "auth", "events"];
 
 /**
  * A change: a whole topic (`auth`), or one subject within it (`auth:<userId>`), so caches can
@@ -23,6 +25,30 @@ function parseChange(text: string): { topic: Topic; subject: string | undefined 
   return { topic, subject: i < 0 ? undefined : text.slice(i + 1) };
 }
 const CHANNEL = "portico_changes";
+
+/** Changes noted from inside a transaction, by the transaction object they were noted on. */
+const noted = new WeakMap<Queryable, Set<Change>>();
+
+/**
+ * Notes, from inside a transaction, a change it makes, for code that does not own the transaction
+ * (`recordEvent`); `Db.transaction` announces it with the changes its caller declared.
+ */
+export function noteChange(trx: Queryable, change: Change): void {
+  let set = noted.get(trx);
+  if (!set) {
+    set = new Set();
+    noted.set(trx, set);
+  }
+  set.add(change);
+}
+
+/** The changes noted on `trx` since the last call, which forgets them. */
+export function takeNotedChanges(trx: Queryable): Change[] {
+  const set = noted.get(trx);
+  if (!set) return [];
+  noted.delete(trx);
+  return [...set];
+}
 
 /**
  * Tells caches that data changed. Within one process a change is announced right after its

@@ -3,7 +3,7 @@ import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
-import { type Change, ChangeFeed } from "./change-feed.js";
+import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
 import type { Database } from "./schema.js";
 
 export type Engine = "sqlite" | "postgres";
@@ -189,7 +189,7 @@ async function openPostgres(
       let changes: readonly Change[] = [];
       const result = await kysely.transaction().execute(async (trx) => {
         const value = await work(trx);
-        changes = changesOf(options, value);
+        changes = [...changesOf(options, value), ...takeNotedChanges(trx)];
         if (changes.length > 0) await feed.announce(trx, changes);
         return value;
       });
@@ -252,7 +252,8 @@ class GroupCommit {
         // requests that arrived during the last commit could not join the next group.
         await new Promise((resolve) => setImmediate(resolve));
         const group = this.queue.splice(0, MAX_GROUP);
-        const outcomes: ({ ok: true; value: unknown } | { ok: false; error: unknown })[] = [];
+        const outcomes: ({ ok: true; value: unknown; noted: Change[] } | { ok: false; error: unknown })[] =
+          [];
         try {
           await this.kysely.transaction().execute(async (trx) => {
             for (const unit of group) {
@@ -260,8 +261,10 @@ class GroupCommit {
               try {
                 const value = await unit.work(trx);
                 await sql`RELEASE unit`.execute(trx);
-                outcomes.push({ ok: true, value });
+                outcomes.push({ ok: true, value, noted: takeNotedChanges(trx) });
               } catch (error) {
+                // What the unit noted was rolled back with it.
+                takeNotedChanges(trx);
                 await sql`ROLLBACK TO unit`.execute(trx);
                 await sql`RELEASE unit`.execute(trx);
                 outcomes.push({ ok: false, error });
@@ -280,6 +283,7 @@ class GroupCommit {
           const outcome = outcomes[i] as (typeof outcomes)[number];
           if (outcome.ok) {
             for (const change of changesOf(unit.options, outcome.value)) changed.add(change);
+            for (const change of outcome.noted) changed.add(change);
             unit.resolve(outcome.value);
           } else {
             unit.reject(outcome.error);

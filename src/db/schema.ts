@@ -139,9 +139,13 @@ export interface ItemTable {
   modified: number;
 }
 
+/** One row per tag of an item, with copies of the item's columns a `tags:` search reads (0004). */
 export interface ItemTagTable {
   item_id: string;
   tag_key: string;
+  modified: number;
+  access: string;
+  owner_id: string;
 }
 
 export interface ItemFileTable {
@@ -220,3 +224,4 @@ export interface FeatureServiceTable {
   created: number;
   modified: number;
 }
+

@@ -1,3 +1,4 @@
+import { noteChange } from "../db/change-feed.js";
 import type { Queryable } from "../db/database.js";
 import { newId } from "../ids.js";
 
@@ -55,4 +56,5 @@ export async function recordEvent(
       uri: triggerUri(event),
     })
     .execute();
+  noteChange(trx, "events");
 }
