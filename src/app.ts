@@ -4,7 +4,9 @@ import type { Config } from "./config.js";
 import { type Db, openDatabase } from "./db/database.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { buildServer } from "./http/server.js";
+import { OutboundGuard } from "./outbound/guard.js";
 import { createServices, type Services } from "./services.js";
+import { DeliveryEngine } from "./webhooks/delivery.js";
 
 export interface Portico {
   app: FastifyInstance;
@@ -61,6 +63,15 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     });
     reportError = (err) =>
       app.log.warn({ err }, "change feed connection lost; caches bypassed until it is back");
+
+    const guard = new OutboundGuard(config.outboundAllow);
+    const delivery = new DeliveryEngine({
+      db,
+      guard,
+      control: services.webhooks,
+      portalUrl: () => `${config.publicUrl ?? address}${config.contextPath}`,
+      onError: (err, what) => app.log.error({ err }, what),
+    });
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.port;
@@ -73,6 +84,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         .catch((err: unknown) => app.log.warn({ err }, "purging expired tokens failed"));
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
+    delivery.start();
 
     return {
       app,
@@ -83,6 +95,8 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       async close() {
         clearInterval(purge);
         await app.close();
+        await delivery.stop();
+        await guard.close();
         await db.close();
       },
     };

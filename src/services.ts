@@ -9,6 +9,7 @@ import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
 import { UserService } from "./users/user.service.js";
+import { WebhookService } from "./webhooks/webhook.service.js";
 
 /** The domain services of one process. Built once at start-up; no container, no globals. */
 export interface Services {
@@ -23,6 +24,7 @@ export interface Services {
   search: SearchService;
   groups: GroupService;
   featureServices: FeatureServiceService;
+  webhooks: WebhookService;
 }
 
 export function createServices(db: Db): Services {
@@ -40,5 +42,6 @@ export function createServices(db: Db): Services {
     search: new SearchService(db, portal, items),
     groups: new GroupService(db, portal, items),
     featureServices: new FeatureServiceService(db, items),
+    webhooks: new WebhookService(db, portal),
   };
 }

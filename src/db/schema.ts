@@ -21,6 +21,10 @@ export interface Database {
   item_shares: ItemShareTable;
   comments: CommentTable;
   feature_services: FeatureServiceTable;
+  webhooks: WebhookTable;
+  notifications: NotificationTable;
+  notification_attempts: NotificationAttemptTable;
+  webhook_settings: WebhookSettingsTable;
 }
 
 export interface OrganizationTable {
@@ -101,6 +105,8 @@ export interface EventTable {
   properties: string;
   /** The most specific trigger URI, e.g. `/users/jdoe/updateUserRole`; subscriptions match prefixes. */
   uri: string;
+  /** 1 once the dispatcher has turned the event into notifications (migration 0005). */
+  dispatched: Generated<number>;
 }
 
 export interface FolderTable {
@@ -225,3 +231,63 @@ export interface FeatureServiceTable {
   modified: number;
 }
 
+/** Organization webhooks (migration 0005). */
+export interface WebhookTable {
+  id: string;
+  name: string;
+  payload_url: string;
+  secret: string;
+  is_active: number;
+  changes: string;
+  /** JSON array of trigger URIs. */
+  events: string;
+  /** JSON object: `deactivationPolicy` and portico's delivery options. */
+  config: string;
+  owner_id: string;
+  modified_id: string;
+  /** Start of the failure count of the deactivation policy: creation or the last activation. */
+  count_since: number;
+  created: number;
+  modified: number;
+}
+
+export type NotificationStatus = "pending" | "delivered" | "failed";
+
+/** One payload for one webhook, attempted until delivered or out of attempts. */
+export interface NotificationTable {
+  id: string;
+  webhook_id: string;
+  /** The outbox event delivered; empty for a ping. */
+  event_id: string;
+  payload: string;
+  status: NotificationStatus;
+  /** Attempts since the notification was (re)queued. */
+  attempts: number;
+  /** Attempts ever made; numbers the attempt rows across redeliveries. */
+  total_attempts: number;
+  next_attempt: number;
+  /** Until when the node that claimed it works on it; afterwards any node may take it over. */
+  lease_until: number;
+  created: number;
+  completed: number | null;
+  last_status: number | null;
+  last_response: string;
+}
+
+export interface NotificationAttemptTable {
+  notification_id: string;
+  attempt: number;
+  started: number;
+  duration_ms: number;
+  status_code: number | null;
+  error: string;
+  response_excerpt: string;
+}
+
+export interface WebhookSettingsTable {
+  singleton: number;
+  notification_attempts: number;
+  timeout_seconds: number;
+  elapsed_seconds: number;
+  modified: number;
+}

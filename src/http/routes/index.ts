@@ -7,6 +7,7 @@ import { portalRoutes } from "./portal.routes.js";
 import { roleRoutes } from "./role.routes.js";
 import { searchRoutes } from "./search.routes.js";
 import { userRoutes } from "./user.routes.js";
+import { webhookRoutes } from "./webhook.routes.js";
 
 /** Every endpoint, grouped by area; the file name follows the first segment of the URL. */
 export const allRoutes = [
@@ -18,4 +19,5 @@ export const allRoutes = [
   ...searchRoutes,
   ...groupRoutes,
   ...featureServerRoutes,
+  ...webhookRoutes,
 ] as unknown as RouteDef[];

@@ -1,0 +1,218 @@
+import { errors } from "../../errors.js";
+import { pageOf, pagingParams } from "../../validation/paging.js";
+import { type JsonSchema, p } from "../../validation/params.js";
+import { secretProblem } from "../../webhooks/signature.js";
+import type { WebhookConfig } from "../../webhooks/webhook.service.js";
+import { defineRoute } from "../pipeline.js";
+
+/** Organization webhooks, `wire.md` §7. Administrators only (portal:admin:manageWebhooks). */
+
+const base = "/portals/:portalId/webhooks";
+const one = `${base}/:webhookId`;
+const PRIVILEGE = "portal:admin:manageWebhooks" as const;
+
+const CONFIG_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    deactivationPolicy: {
+      type: "object",
+      properties: {
+        numberOfFailures: { type: "integer", minimum: 1, maximum: 1000 },
+        daysInPast: { type: "integer", minimum: 1, maximum: 365 },
+      },
+      required: ["numberOfFailures", "daysInPast"],
+      additionalProperties: false,
+    },
+    sendSecretHeader: { type: "boolean" },
+  },
+  additionalProperties: false,
+};
+
+function checkPayloadUrl(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "is not a URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must be an http or https URL";
+  if (url.username || url.password) return "must not carry credentials; use secret instead";
+  return undefined;
+}
+
+const webhookParams = {
+  name: p.string({ maxLength: 256 }),
+  url: p.string({ maxLength: 2048, check: checkPayloadUrl }),
+  secret: p.string({ maxLength: 256, check: secretProblem }),
+  config: p.json<WebhookConfig>(CONFIG_SCHEMA),
+  changes: p.string({ enum: ["allChanges", "manualChanges"] }),
+  events: p.list({ maxItems: 100, item: { maxLength: 300 } }),
+};
+
+export const webhookRoutes = [
+  defineRoute({
+    name: "webhooks.list",
+    methods: ["GET", "POST"],
+    path: base,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { ...pagingParams },
+    handler: async ({ params, caller, services }) => services.webhooks.list(caller, pageOf(params)),
+  }),
+  defineRoute({
+    name: "webhooks.create",
+    methods: ["POST"],
+    path: `${base}/createWebhook`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      ...webhookParams,
+      name: p.string({ required: true, minLength: 1, maxLength: 256 }),
+      url: p.string({ required: true, maxLength: 2048, check: checkPayloadUrl }),
+      changes: p.string({ required: true, enum: ["allChanges", "manualChanges"] }),
+    },
+    handler: async ({ params, caller, services }) =>
+      services.webhooks.create(caller, {
+        name: params.name,
+        url: params.url,
+        secret: params.secret,
+        config: params.config,
+        changes: params.changes as "allChanges" | "manualChanges",
+        events: params.events,
+      }),
+  }),
+  defineRoute({
+    name: "webhooks.settings",
+    methods: ["GET", "POST"],
+    path: `${base}/settings`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ caller, services }) => services.webhooks.settings(caller),
+  }),
+  defineRoute({
+    name: "webhooks.settings.update",
+    methods: ["POST"],
+    path: `${base}/settings/update`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      notificationAttempts: p.integer({ min: 0, max: 5 }),
+      notificationTimeOutInSeconds: p.integer({ min: 0, max: 60 }),
+      notificationElapsedTimeInSeconds: p.integer({ min: 1, max: 100 }),
+    },
+    handler: async ({ params, caller, services }) => {
+      const settings = await services.webhooks.updateSettings(caller, {
+        ...(params.notificationAttempts !== undefined
+          ? { notificationAttempts: params.notificationAttempts }
+          : {}),
+        ...(params.notificationTimeOutInSeconds !== undefined
+          ? { notificationTimeOutInSeconds: params.notificationTimeOutInSeconds }
+          : {}),
+        ...(params.notificationElapsedTimeInSeconds !== undefined
+          ? { notificationElapsedTimeInSeconds: params.notificationElapsedTimeInSeconds }
+          : {}),
+      });
+      return { success: true, ...settings };
+    },
+  }),
+  defineRoute({
+    name: "webhooks.get",
+    methods: ["GET", "POST"],
+    path: one,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) => services.webhooks.get(caller, path.webhookId as string),
+  }),
+  defineRoute({
+    name: "webhooks.update",
+    methods: ["POST"],
+    path: `${one}/update`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: webhookParams,
+    handler: async ({ params, path, caller, services }) =>
+      services.webhooks.update(caller, path.webhookId as string, {
+        ...(params.name !== undefined ? { name: params.name } : {}),
+        ...(params.url !== undefined ? { url: params.url } : {}),
+        ...(params.secret !== undefined ? { secret: params.secret } : {}),
+        ...(params.config !== undefined ? { config: params.config } : {}),
+        ...(params.changes !== undefined
+          ? { changes: params.changes as "allChanges" | "manualChanges" }
+          : {}),
+        ...(params.events !== undefined ? { events: params.events } : {}),
+      }),
+  }),
+  defineRoute({
+    name: "webhooks.delete",
+    methods: ["POST"],
+    path: `${one}/delete`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) => services.webhooks.delete(caller, path.webhookId as string),
+  }),
+  defineRoute({
+    name: "webhooks.activate",
+    methods: ["POST"],
+    path: `${one}/activate`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.webhooks.setActive(caller, path.webhookId as string, true),
+  }),
+  defineRoute({
+    name: "webhooks.deactivate",
+    methods: ["POST"],
+    path: `${one}/deactivate`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.webhooks.setActive(caller, path.webhookId as string, false),
+  }),
+  defineRoute({
+    name: "webhooks.notificationStatus",
+    methods: ["GET", "POST"],
+    path: `${one}/notificationStatus`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { ...pagingParams },
+    handler: async ({ params, path, caller, services }) =>
+      services.webhooks.notificationStatus(caller, path.webhookId as string, pageOf(params)),
+  }),
+  defineRoute({
+    name: "webhooks.redeliver",
+    methods: ["POST"],
+    path: `${one}/redeliver`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      notificationId: p.string({ maxLength: 64 }),
+      since: p.integer({ min: 0 }),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      if ((params.notificationId === undefined) === (params.since === undefined)) {
+        throw errors.invalidParameter(
+          "notificationId",
+          "give either notificationId (one notification) or since (every failed one since that time)",
+        );
+      }
+      return services.webhooks.redeliver(caller, path.webhookId as string, {
+        ...(params.notificationId !== undefined ? { notificationId: params.notificationId } : {}),
+        ...(params.since !== undefined ? { since: params.since } : {}),
+      });
+    },
+  }),
+  defineRoute({
+    name: "webhooks.ping",
+    methods: ["POST"],
+    path: `${one}/ping`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) => services.webhooks.ping(caller, path.webhookId as string),
+  }),
+];

@@ -1,0 +1,209 @@
+import dns from "node:dns";
+import type net from "node:net";
+import ipaddr from "ipaddr.js";
+import { Agent, buildConnector, request } from "undici";
+
+/**
+ * Every call portico makes to an address a user gave (webhook payload URLs, peer portals) goes
+ * through here. A user who may create a webhook must not be able to make the server reach what
+ * only the server can reach: loopback, private networks, link-local (cloud metadata at
+ * 169.254.169.254), carrier-grade NAT and reserved ranges are refused unless the operator allows
+ * them with `PORTICO_OUTBOUND_ALLOW`.
+ *
+ * Names are checked after resolution and the address actually connected to is checked again, so
+ * a name that resolves to a public address when checked and a private one when connecting (DNS
+ * rebinding) is still refused. Redirects are never followed (undici's `request` does not), the
+ * response read is capped, and connect and total times are bounded.
+ */
+
+/** Ranges ipaddr.js names that a public unicast destination never falls in. */
+const REFUSED_RANGES = new Set([
+  "unspecified",
+  "broadcast",
+  "multicast",
+  "linkLocal",
+  "loopback",
+  "carrierGradeNat",
+  "private",
+  "reserved",
+  "uniqueLocal",
+  "rfc6145",
+  "rfc6052",
+  "6to4",
+  "teredo",
+  "benchmarking",
+  "amt",
+  "as112",
+  "deprecated",
+  "orchid2",
+  "droneRemoteIdProtocolEntityTags",
+]);
+
+export class OutboundRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "OutboundRefused";
+  }
+}
+
+export interface OutboundResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The start of the body, at most `maxResponseBytes`, as UTF-8 text. */
+  excerpt: string;
+}
+
+export interface PostOptions {
+  headers: Record<string, string>;
+  body: string;
+  /** Time allowed to open the connection (TCP and TLS). */
+  connectTimeoutMs: number;
+  /** Time allowed for the whole exchange, connection included. */
+  totalTimeoutMs: number;
+  /** How much of the answer is read; the rest is discarded unread. */
+  maxResponseBytes: number;
+}
+
+export class OutboundGuard {
+  private readonly allowed: [ipaddr.IPv4 | ipaddr.IPv6, number][];
+  private readonly agents = new Map<number, Agent>();
+
+  /** @param allow CIDRs (or single addresses) that may be reached although refused by default. */
+  constructor(allow: readonly string[]) {
+    this.allowed = allow.map((entry) =>
+      ipaddr.parseCIDR(entry.includes("/") ? entry : `${entry}/${entry.includes(":") ? 128 : 32}`),
+    );
+  }
+
+  /** Why `address` may not be reached, or undefined when it may. */
+  refusal(address: string): string | undefined {
+    let ip: ipaddr.IPv4 | ipaddr.IPv6;
+    try {
+      ip = ipaddr.parse(address);
+    } catch {
+      return `${address} is not an IP address`;
+    }
+    // An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is.
+    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) {
+      ip = (ip as ipaddr.IPv6).toIPv4Address();
+    }
+    for (const [net, bits] of this.allowed) {
+      if (net.kind() === ip.kind() && ip.match(net, bits)) return undefined;
+    }
+    const range = ip.range();
+    if (REFUSED_RANGES.has(range)) {
+      return `${address} is a ${range} address; outbound calls reach only public addresses unless PORTICO_OUTBOUND_ALLOW covers it`;
+    }
+    return undefined;
+  }
+
+  /** Checks a URL before any connection: scheme, and the host when it is an address literal. */
+  checkUrl(url: string): URL {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new OutboundRefused(`'${url}' is not a URL`);
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
+      throw new OutboundRefused(`only http and https URLs can be called, not ${parsed.protocol}`);
+    }
+    if (parsed.username || parsed.password) {
+      throw new OutboundRefused("URLs with credentials in them are not called");
+    }
+    const host = parsed.hostname.replace(/^\[|\]$/g, "");
+    if (ipaddr.isValid(host)) {
+      const reason = this.refusal(host);
+      if (reason) throw new OutboundRefused(reason);
+    }
+    return parsed;
+  }
+
+  /**
+   * POSTs `body` to `url` through the guard. Resolves with the answer whatever its status; rejects
+   * with `OutboundRefused` for a refused destination and with the network error otherwise.
+   */
+  async post(url: string, options: PostOptions): Promise<OutboundResponse> {
+    const parsed = this.checkUrl(url);
+    const signal = AbortSignal.timeout(options.totalTimeoutMs);
+    const res = await request(parsed, {
+      method: "POST",
+      headers: options.headers,
+      body: options.body,
+      dispatcher: this.agent(options.connectTimeoutMs),
+      signal,
+      headersTimeout: options.totalTimeoutMs,
+      bodyTimeout: options.totalTimeoutMs,
+    });
+    const excerpt = await readCapped(res.body, options.maxResponseBytes);
+    return { status: res.statusCode, headers: res.headers, excerpt };
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.agents.values()].map((a) => a.close()));
+    this.agents.clear();
+  }
+
+  /** One keep-alive pool per connect timeout (there is one in practice: the organization's setting). */
+  private agent(connectTimeoutMs: number): Agent {
+    let agent = this.agents.get(connectTimeoutMs);
+    if (agent) return agent;
+    const connector = buildConnector({
+      timeout: connectTimeoutMs,
+      lookup: (hostname, opts, callback) => this.lookup(hostname, opts, callback),
+    } as buildConnector.BuildOptions);
+    agent = new Agent({
+      connect: (opts, callback) => {
+        connector(opts, (err, socket) => {
+          if (err || !socket) return callback(err ?? new Error("no socket"), null);
+          // The address really connected to, whatever resolution happened on the way.
+          const reason = this.refusal((socket as net.Socket).remoteAddress ?? "");
+          if (reason) {
+            socket.destroy();
+            return callback(new OutboundRefused(reason), null);
+          }
+          callback(null, socket);
+        });
+      },
+      keepAliveTimeout: 10_000,
+    });
+    this.agents.set(connectTimeoutMs, agent);
+    return agent;
+  }
+
+  /** `dns.lookup` keeping only the addresses the guard allows; none left is a refusal. */
+  private lookup(
+    hostname: string,
+    options: dns.LookupOptions,
+    callback: (err: Error | null, address: string | dns.LookupAddress[], family?: number) => void,
+  ): void {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return callback(err, "");
+      const usable = addresses.filter((a) => this.refusal(a.address) === undefined);
+      if (usable.length === 0) {
+        const first = addresses[0];
+        const reason = first ? this.refusal(first.address) : `${hostname} has no address`;
+        return callback(new OutboundRefused(`${hostname} resolves to ${reason}`), "");
+      }
+      if (options.all) return callback(null, usable);
+      const chosen = usable[0] as dns.LookupAddress;
+      callback(null, chosen.address, chosen.family);
+    });
+  }
+}
+
+/** Reads at most `max` bytes of a body and discards the rest without reading it. */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(): void }, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const room = max - size;
+    chunks.push(room < chunk.length ? chunk.subarray(0, room) : chunk);
+    size += Math.min(room, chunk.length);
+    if (size >= max) {
+      body.destroy();
+      break;
+    }
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
