@@ -84,7 +84,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         .catch((err: unknown) => app.log.warn({ err }, "purging expired tokens failed"));
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
-    delivery.start();
+    await delivery.start();
 
     return {
       app,

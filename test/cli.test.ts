@@ -1,77 +1,19 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
 import fs from "node:fs";
-import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { engine, form, json } from "./helpers/portico.js";
+import { form, json } from "./helpers/portico.js";
+import { createProcessDatabase, freePort, MAIN, run, stop, waitUntilUp } from "./helpers/process.js";
 
 /**
  * The server as an operator runs it: `node dist/src/cli/main.js serve` (what `npm start` runs),
  * configured only through the environment and flags. `npm test` builds dist/ first.
  */
-const MAIN = path.resolve(import.meta.dirname, "../dist/src/cli/main.js");
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on("error", reject);
-  });
-}
-
-interface Running {
-  child: ChildProcess;
-  output: () => string;
-  base: string;
-  exited: Promise<number | null>;
-}
-
-function run(env: Record<string, string>, args: string[] = []): Running {
-  const child = spawn(process.execPath, [MAIN, "serve", ...args], {
-    env: { PATH: process.env.PATH ?? "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let out = "";
-  child.stdout?.on("data", (d) => {
-    out += d;
-  });
-  child.stderr?.on("data", (d) => {
-    out += d;
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return { child, output: () => out, base: `http://127.0.0.1:${env.PORTICO_PORT}/sharing/rest`, exited };
-}
-
-async function waitUntilUp(r: Running): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (r.child.exitCode !== null) throw new Error(`server exited: ${r.output()}`);
-    try {
-      const res = await fetch(`${r.base}/info?f=json`);
-      if (res.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`server did not start: ${r.output()}`);
-}
-
-async function stop(r: Running): Promise<number | null> {
-  r.child.kill("SIGTERM");
-  return r.exited;
-}
 
 describe("portico serve", () => {
   let dataDir: string;
   let databaseUrl: string | undefined;
-  let databaseName: string | undefined;
+  let database: Awaited<ReturnType<typeof createProcessDatabase>>;
   const baseEnv = (): Record<string, string> => ({
     PORTICO_DATA_DIR: dataDir,
     PORTICO_LOG_LEVEL: "info",
@@ -81,27 +23,12 @@ describe("portico serve", () => {
   beforeAll(async () => {
     expect(fs.existsSync(MAIN), "run `npm run build` first (npm test does)").toBe(true);
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-cli-"));
-    if (engine === "postgres") {
-      // The CLI has no schema setting, so this test gets a database of its own.
-      const admin = process.env.PORTICO_TEST_DATABASE_URL as string;
-      databaseName = `portico_cli_${randomBytes(5).toString("hex")}`;
-      const client = new pg.Client({ connectionString: admin });
-      await client.connect();
-      await client.query(`CREATE DATABASE ${databaseName}`);
-      await client.end();
-      const url = new URL(admin);
-      url.pathname = `/${databaseName}`;
-      databaseUrl = url.toString();
-    }
+    database = await createProcessDatabase("portico_cli");
+    databaseUrl = database?.url;
   });
   afterAll(async () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
-    if (databaseName) {
-      const client = new pg.Client({ connectionString: process.env.PORTICO_TEST_DATABASE_URL });
-      await client.connect();
-      await client.query(`DROP DATABASE IF EXISTS ${databaseName} WITH (FORCE)`);
-      await client.end();
-    }
+    await database?.drop();
   });
 
   it("creates the first administrator with a password printed once, keeps data across restarts, and never logs secrets", async () => {

@@ -49,8 +49,11 @@ const RESPONSE_EXCERPT_BYTES = 4096;
 const DISPATCH_BATCH = 500;
 /** A receiver's Retry-After is honoured up to this long. */
 const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
-/** Extra lease beyond the attempt timeout, for recording the outcome. */
-const LEASE_MARGIN_MS = 30_000;
+/**
+ * Extra lease beyond the attempt timeout, for recording the outcome; also how long after the
+ * attempt's timeout a node that died mid-attempt holds up the notification on PostgreSQL.
+ */
+const LEASE_MARGIN_MS = 5_000;
 /** A check of the payload URL at creation gets this long, whatever the settings say. */
 const CHECK_TIMEOUT_MS = 10_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -89,8 +92,17 @@ export class DeliveryEngine implements DeliveryControl {
     options.control.attach(this);
   }
 
-  start(): void {
-    this.options.db.feed.subscribe("events", () => this.wake());
+  async start(): Promise<void> {
+    const { db } = this.options;
+    // One process owns an embedded database (portico.lock), so a lease still running at start-up
+    // was held by a process that died: its notifications are due again now, not when it expires.
+    // On PostgreSQL other nodes may be alive; there leases run out by themselves.
+    if (db.engine === "sqlite") {
+      await db.transaction(async (trx) => {
+        await trx.updateTable("notifications").set({ lease_until: 0 }).where("lease_until", ">", 0).execute();
+      });
+    }
+    db.feed.subscribe("events", () => this.wake());
     this.timer = setInterval(() => this.wake(), this.options.pollMs ?? 1000);
     this.timer.unref();
     this.wake();

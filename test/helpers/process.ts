@@ -1,0 +1,91 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import net from "node:net";
+import path from "node:path";
+import pg from "pg";
+import { engine } from "./portico.js";
+
+/**
+ * Runs the server as an operator does: `node dist/src/cli/main.js serve` (what `npm start` runs),
+ * configured only through the environment and flags. `npm test` builds dist/ first.
+ */
+export const MAIN = path.resolve(import.meta.dirname, "../../dist/src/cli/main.js");
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on("error", reject);
+  });
+}
+
+export interface Running {
+  child: ChildProcess;
+  output: () => string;
+  base: string;
+  exited: Promise<number | null>;
+}
+
+export function run(env: Record<string, string>, args: string[] = []): Running {
+  const child = spawn(process.execPath, [MAIN, "serve", ...args], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout?.on("data", (d) => {
+    out += d;
+  });
+  child.stderr?.on("data", (d) => {
+    out += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return { child, output: () => out, base: `http://127.0.0.1:${env.PORTICO_PORT}/sharing/rest`, exited };
+}
+
+export async function waitUntilUp(r: Running): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (r.child.exitCode !== null) throw new Error(`server exited: ${r.output()}`);
+    try {
+      const res = await fetch(`${r.base}/info?f=json`);
+      if (res.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`server did not start: ${r.output()}`);
+}
+
+export async function stop(r: Running): Promise<number | null> {
+  r.child.kill("SIGTERM");
+  return r.exited;
+}
+
+/**
+ * On PostgreSQL, a database of its own for a spawned server (the CLI has no schema setting);
+ * undefined on SQLite.
+ */
+export async function createProcessDatabase(
+  prefix: string,
+): Promise<{ url: string; drop(): Promise<void> } | undefined> {
+  if (engine !== "postgres") return undefined;
+  const admin = process.env.PORTICO_TEST_DATABASE_URL as string;
+  const name = `${prefix}_${randomBytes(5).toString("hex")}`;
+  const query = async (statement: string) => {
+    const client = new pg.Client({ connectionString: admin });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await query(`CREATE DATABASE ${name}`);
+  const url = new URL(admin);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
