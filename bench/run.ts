@@ -13,6 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { cleanupAll, onCleanup } from "./cleanup.js";
 import { CONTENT, createServiceCase, searchCases, seedContent } from "./content.js";
+import { type DeliveryFigures, measureDelivery } from "./delivery.js";
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
 import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
@@ -33,6 +34,10 @@ const GOALS = {
   idleRssBytes: 150 * 1024 * 1024,
   /** Item searches over the seeded content, judged on latency: what a user waits for. */
   searchP99Ms: 20,
+  /** Webhook deliveries per second, sustained, to a loopback receiver. */
+  deliveriesPerSecond: 1000,
+  /** Event -> delivery p99 at 200 changes per second. */
+  deliveryP99Ms: 500,
 };
 
 /** Load before the idle-memory reading, so it includes what serving requests allocates. */
@@ -60,6 +65,7 @@ interface EngineFigures {
   /** Searches by owner, tag and type over the seeded items. */
   searches: LoadResult[];
   createService: LoadResult;
+  deliveries: DeliveryFigures[];
   idleMemory: { rss: number; peak: number } | undefined;
   afterLoadMemory: { rss: number; peak: number } | undefined;
 }
@@ -148,12 +154,14 @@ async function main(): Promise<number> {
         createServiceCase(engine.name, session.server.url, session.token, ADMIN.username),
         settings,
       );
+      const deliveries = await measureDeliveries(engine, session);
       figures.push({
         engine,
         reads,
         writes,
         searches,
         createService,
+        deliveries,
         idleMemory: session.idleMemory,
         afterLoadMemory: session.server.memory(),
       });
@@ -212,6 +220,8 @@ async function startPortico(engine: Engine, store: Store): Promise<ServerProcess
       PORTICO_PORT: String(port),
       PORTICO_HOST: "127.0.0.1",
       PORTICO_LOG_LEVEL: "warn",
+      // The delivery case's receiver listens on loopback, which the address guard refuses by default.
+      PORTICO_OUTBOUND_ALLOW: "127.0.0.1/32",
     }),
     port,
     readyPath: "/sharing/rest/info?f=json",
@@ -385,6 +395,17 @@ async function measureSearches(engine: Engine, session: Session, settings: LoadS
   return results;
 }
 
+async function measureDeliveries(engine: Engine, session: Session): Promise<DeliveryFigures[]> {
+  const results = await measureDelivery(engine.name, session.store, session.server.url, session.token);
+  for (const r of results) {
+    say(
+      `  webhooks: ${r.name.padEnd(30)} ${rate(r.perSecond).padStart(7)} deliveries/s  ` +
+        `p50 ${ms(r.p50).padStart(7)}  p99 ${ms(r.p99).padStart(7)}  (${r.deliveries} in ${r.totalS.toFixed(1)} s)`,
+    );
+  }
+  return results;
+}
+
 async function measure(c: LoadCase, settings: LoadSettings): Promise<LoadResult> {
   const r = await runLoad(c, settings);
   say(
@@ -489,6 +510,18 @@ function printSummary(baselines: LoadResult[], figures: EngineFigures[], startup
         `${mb(f.afterLoadMemory.rss)} (peak ${mb(f.afterLoadMemory.peak)} incl. seeding)`,
         "",
         "",
+      ]);
+    }
+  }
+  for (const f of figures) {
+    for (const d of f.deliveries) {
+      const paced = d.name.includes("/s via");
+      rows.push([
+        `webhooks: ${d.name}`,
+        f.engine.name,
+        `${rate(d.perSecond)} deliveries/s, p50 ${ms(d.p50)}, p99 ${ms(d.p99)}`,
+        paced ? `p99 < ${ms(GOALS.deliveryP99Ms)}` : `>= ${GOALS.deliveriesPerSecond}/s`,
+        verdict(paced ? d.p99 < GOALS.deliveryP99Ms : d.perSecond >= GOALS.deliveriesPerSecond),
       ]);
     }
   }

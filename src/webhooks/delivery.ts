@@ -57,6 +57,8 @@ const LEASE_MARGIN_MS = 5_000;
 /** A check of the payload URL at creation gets this long, whatever the settings say. */
 const CHECK_TIMEOUT_MS = 10_000;
 const DAY_MS = 24 * 60 * 60 * 1000;
+/** Rows per statement in batched writes: well under PostgreSQL's 65,535 parameters. */
+const CHUNK = 500;
 
 interface Claimed {
   notification: NotificationTable;
@@ -247,18 +249,27 @@ export class DeliveryEngine implements DeliveryControl {
     const now = Date.now();
     const leaseMs = timeoutMs(settings) + LEASE_MARGIN_MS;
     const claimed = await db.transaction(async (trx) => {
+      const inactive = await trx.selectFrom("webhooks").select("id").where("is_active", "=", 0).execute();
+      // No join, and inactive webhooks excluded with NOT IN, which no index can serve: both
+      // engines then read the due index in order and stop at the limit. (An IN list of active
+      // webhooks made SQLite pick the per-webhook index and sort every pending row.)
       let query = trx
         .selectFrom("notifications")
-        .innerJoin("webhooks", "webhooks.id", "notifications.webhook_id")
-        .selectAll("notifications")
-        .where("notifications.status", "=", "pending")
-        .where("notifications.next_attempt", "<=", now)
-        .where("notifications.lease_until", "<=", now)
-        .where("webhooks.is_active", "=", 1)
-        .orderBy("notifications.next_attempt")
-        .orderBy("notifications.id")
+        .selectAll()
+        .where("status", "=", "pending")
+        .where("next_attempt", "<=", now)
+        .where("lease_until", "<=", now)
+        .orderBy("next_attempt")
+        .orderBy("id")
         .limit(free * 4);
-      if (db.engine === "postgres") query = query.forUpdate("notifications").skipLocked();
+      if (inactive.length > 0) {
+        query = query.where(
+          "webhook_id",
+          "not in",
+          inactive.map((w) => w.id),
+        );
+      }
+      if (db.engine === "postgres") query = query.forUpdate().skipLocked();
       const candidates = await query.execute();
       // Slots per webhook: a receiver with a backlog takes only its share.
       const taken = new Map<string, number>();
@@ -367,42 +378,68 @@ export class DeliveryEngine implements DeliveryControl {
       const deactivate = new Set<string>();
       const failedFor = new Set<string>();
       const now = Date.now();
-      for (const o of batch) {
-        const n = o.claimed.notification;
-        const attempt = n.total_attempts + 1;
+      // A notification deleted meanwhile (with its webhook) has nothing left to record.
+      const ids = batch.map((o) => o.claimed.notification.id);
+      const existing = new Set<string>();
+      for (let i = 0; i < ids.length; i += CHUNK) {
+        const rows = await trx
+          .selectFrom("notifications")
+          .select("id")
+          .where("id", "in", ids.slice(i, i + CHUNK))
+          .execute();
+        for (const r of rows) existing.add(r.id);
+      }
+      const live = batch.filter((o) => existing.has(o.claimed.notification.id));
+      const attemptRows = live.map((o) => ({
+        notification_id: o.claimed.notification.id,
+        attempt: o.claimed.notification.total_attempts + 1,
+        started: o.started,
+        duration_ms: o.durationMs,
+        status_code: o.statusCode,
+        error: o.error,
+        response_excerpt: o.excerpt,
+      }));
+      for (let i = 0; i < attemptRows.length; i += CHUNK) {
         await trx
           .insertInto("notification_attempts")
-          .values({
-            notification_id: n.id,
-            attempt,
-            started: o.started,
-            duration_ms: o.durationMs,
-            status_code: o.statusCode,
-            error: o.error,
-            response_excerpt: o.excerpt,
-          })
+          .values(attemptRows.slice(i, i + CHUNK))
           .execute();
+      }
+      // Outcomes that leave notifications in the same state share one UPDATE: most batches are
+      // all first-attempt successes with the same answer, so a batch costs a few statements.
+      const updates = new Map<string, { set: Partial<NotificationTable>; ids: string[] }>();
+      for (const o of live) {
+        const n = o.claimed.notification;
         const delivered = o.statusCode !== null && o.statusCode >= 200 && o.statusCode < 300;
         const gone = o.statusCode === 410;
         const attempts = n.attempts + 1;
         const final = delivered || gone || attempts >= maxAttempts;
         const status = delivered ? "delivered" : final ? "failed" : "pending";
-        await trx
-          .updateTable("notifications")
-          .set({
-            status,
-            attempts,
-            total_attempts: attempt,
-            next_attempt: final ? n.next_attempt : now + Math.max(retryDelayMs, o.retryAfterMs ?? 0),
-            lease_until: 0,
-            completed: final ? now : null,
-            last_status: o.statusCode,
-            last_response: o.error || o.excerpt,
-          })
-          .where("id", "=", n.id)
-          .execute();
+        const set: Partial<NotificationTable> = {
+          status,
+          attempts,
+          total_attempts: n.total_attempts + 1,
+          next_attempt: final ? n.next_attempt : now + Math.max(retryDelayMs, o.retryAfterMs ?? 0),
+          lease_until: 0,
+          completed: final ? now : null,
+          last_status: o.statusCode,
+          last_response: o.error || o.excerpt,
+        };
+        const key = JSON.stringify(set);
+        const group = updates.get(key) ?? { set, ids: [] };
+        group.ids.push(n.id);
+        updates.set(key, group);
         if (gone) deactivate.add(n.webhook_id);
         else if (status === "failed") failedFor.add(n.webhook_id);
+      }
+      for (const { set, ids: groupIds } of updates.values()) {
+        for (let i = 0; i < groupIds.length; i += CHUNK) {
+          await trx
+            .updateTable("notifications")
+            .set(set)
+            .where("id", "in", groupIds.slice(i, i + CHUNK))
+            .execute();
+        }
       }
       // The deactivation policy: numberOfFailures failed notifications within daysInPast days,
       // counted from the last activation at the earliest.
