@@ -291,6 +291,49 @@ describe("webhook delivery", () => {
     expect(events.sort()).toEqual([`group/add/${group.group.id}`, `item/update/${keep}`].sort());
   });
 
+  it("carries each event type's source, operation, object and additional properties", async () => {
+    const member = await portal.addUser("hook_payloads");
+    const itemId = await addItem("Shared around");
+    const group = await portal.post(
+      "/community/createGroup",
+      { title: "Payload group", access: "org" },
+      portal.adminToken,
+    );
+    const groupId = group.group.id as string;
+    receiver.received.length = 0;
+    await createWebhook();
+    await portal.post(
+      `/content/users/admin_user/items/${itemId}/share`,
+      { groups: groupId, org: true },
+      portal.adminToken,
+    );
+    await portal.post(`/community/groups/${groupId}/addUsers`, { users: member.username }, portal.adminToken);
+    await portal.post(
+      "/portals/self/updateUserRole",
+      { user: member.username, role: "org_publisher" },
+      portal.adminToken,
+    );
+    const expected = [
+      { source: "item", operation: "share", id: itemId },
+      { source: "group", operation: "share", id: groupId },
+      { source: "group", operation: "addUsers", id: groupId },
+      { source: "user", operation: "updateUserRole", id: member.username },
+    ];
+    await receiver.waitFor(() =>
+      expected.every((x) =>
+        eventsOf(receiver.deliveries()).some((e) => e.operation === x.operation && e.source === x.source),
+      ),
+    );
+    const find = (source: string, operation: string) =>
+      eventsOf(receiver.deliveries()).find((e) => e.source === source && e.operation === operation);
+    for (const x of expected)
+      expect(find(x.source, x.operation)).toMatchObject({ ...x, username: "admin_user" });
+    expect(find("item", "share").properties.sharedToGroups).toEqual(expect.arrayContaining([groupId]));
+    expect(find("group", "share").properties.sharedItems).toEqual([{ itemId, itemType: "Web Map" }]);
+    expect(find("group", "addUsers").properties).toEqual({ addedUserNames: [member.username] });
+    expect(find("user", "updateUserRole").properties).toEqual({ userRoleUpdatedTo: ["org_publisher"] });
+  });
+
   it("retries a failing receiver at the configured interval, and shows every attempt", async () => {
     await portal.post(
       `${hooks}/settings/update`,
