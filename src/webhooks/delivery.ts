@@ -249,7 +249,9 @@ export class DeliveryEngine implements DeliveryControl {
     const now = Date.now();
     const leaseMs = timeoutMs(settings) + LEASE_MARGIN_MS;
     const claimed = await db.transaction(async (trx) => {
-      const inactive = await trx.selectFrom("webhooks").select("id").where("is_active", "=", 0).execute();
+      const webhooks = await trx.selectFrom("webhooks").selectAll().execute();
+      const byId = new Map(webhooks.map((w) => [w.id, w]));
+      const inactive = webhooks.filter((w) => w.is_active !== 1);
       // No join, and inactive webhooks excluded with NOT IN, which no index can serve: both
       // engines then read the due index in order and stop at the limit. (An IN list of active
       // webhooks made SQLite pick the per-webhook index and sort every pending row.)
@@ -276,6 +278,8 @@ export class DeliveryEngine implements DeliveryControl {
       const chosen: NotificationTable[] = [];
       for (const n of candidates) {
         if (chosen.length >= free) break;
+        // A webhook created after the list above was read: its notifications wait for the next claim.
+        if (!byId.has(n.webhook_id)) continue;
         const busy = (this.inFlight.get(n.webhook_id) ?? 0) + (taken.get(n.webhook_id) ?? 0);
         if (busy >= this.perWebhook) continue;
         taken.set(n.webhook_id, (taken.get(n.webhook_id) ?? 0) + 1);
@@ -291,9 +295,6 @@ export class DeliveryEngine implements DeliveryControl {
           chosen.map((n) => n.id),
         )
         .execute();
-      const webhookIds = [...new Set(chosen.map((n) => n.webhook_id))];
-      const webhooks = await trx.selectFrom("webhooks").selectAll().where("id", "in", webhookIds).execute();
-      const byId = new Map(webhooks.map((w) => [w.id, w]));
       return chosen.map((n) => ({ notification: n, webhook: byId.get(n.webhook_id) as WebhookRow }));
     });
     for (const c of claimed) {
@@ -382,11 +383,14 @@ export class DeliveryEngine implements DeliveryControl {
       const ids = batch.map((o) => o.claimed.notification.id);
       const existing = new Set<string>();
       for (let i = 0; i < ids.length; i += CHUNK) {
-        const rows = await trx
+        let query = trx
           .selectFrom("notifications")
           .select("id")
-          .where("id", "in", ids.slice(i, i + CHUNK))
-          .execute();
+          .where("id", "in", ids.slice(i, i + CHUNK));
+        // Locked, so a webhook deleted by another transaction cannot take them away before the
+        // attempts referring to them are inserted (the delete waits, or has already happened).
+        if (this.options.db.engine === "postgres") query = query.forUpdate();
+        const rows = await query.execute();
         for (const r of rows) existing.add(r.id);
       }
       const live = batch.filter((o) => existing.has(o.claimed.notification.id));
