@@ -55,11 +55,13 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     await ensureFirstAdministrator(services, config, options.announce ?? ((t) => process.stdout.write(t)));
 
     let address = "";
+    // Known once listening (port 0 picks it then); read when asked.
+    const publicUrl = () => config.publicUrl ?? address;
     const app = await buildServer({
       config,
       services,
       logger: options.logger ?? true,
-      publicUrl: () => config.publicUrl ?? address,
+      publicUrl,
     });
     reportError = (err) =>
       app.log.warn({ err }, "change feed connection lost; caches bypassed until it is back");
@@ -68,8 +70,8 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     const delivery = new DeliveryEngine({
       db,
       guard,
-      control: services.webhooks,
-      portalUrl: () => `${config.publicUrl ?? address}${config.contextPath}`,
+      webhooks: services.webhooks,
+      portalUrl: () => `${publicUrl()}${config.contextPath}`,
       onError: (err, what) => app.log.error({ err }, what),
     });
     await app.listen({ port: config.port, host: config.host });
@@ -91,7 +93,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       services,
       db,
       address,
-      publicUrl: config.publicUrl ?? address,
+      publicUrl: publicUrl(),
       async close() {
         clearInterval(purge);
         await app.close();

@@ -57,6 +57,8 @@ export const errors = {
     new PorticoError(400, "Group does not exist or is inaccessible.", "COM_0036", [`Group '${id}'.`]),
   roleNotFound: (id: string) =>
     new PorticoError(400, `Role '${id}' does not exist or is inaccessible.`, "ORG_0020", []),
+  webhookNotFound: (id: string) =>
+    new PorticoError(400, "Webhook does not exist or is inaccessible.", "WEBHOOK_0001", [`Webhook '${id}'.`]),
 
   usernameTaken: (username: string) =>
     new PorticoError(400, `A user named '${username}' already exists.`, "COM_0010", [

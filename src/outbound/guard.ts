@@ -39,6 +39,22 @@ const REFUSED_RANGES = new Set([
   "droneRemoteIdProtocolEntityTags",
 ]);
 
+/**
+ * Why `value` cannot be called at all, whatever its address: not a URL, not http(s), or with
+ * credentials in it. Also what parameters holding such URLs are validated with.
+ */
+export function httpUrlProblem(value: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return "is not a URL";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") return "must be an http or https URL";
+  if (url.username || url.password) return "must not carry credentials (user:password@)";
+  return undefined;
+}
+
 export class OutboundRefused extends Error {
   constructor(message: string) {
     super(message);
@@ -97,20 +113,11 @@ export class OutboundGuard {
     return undefined;
   }
 
-  /** Checks a URL before any connection: scheme, and the host when it is an address literal. */
+  /** Checks a URL before any connection: its form, and the host when it is an address literal. */
   checkUrl(url: string): URL {
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new OutboundRefused(`'${url}' is not a URL`);
-    }
-    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") {
-      throw new OutboundRefused(`only http and https URLs can be called, not ${parsed.protocol}`);
-    }
-    if (parsed.username || parsed.password) {
-      throw new OutboundRefused("URLs with credentials in them are not called");
-    }
+    const problem = httpUrlProblem(url);
+    if (problem) throw new OutboundRefused(`'${url}' ${problem}`);
+    const parsed = new URL(url);
     const host = parsed.hostname.replace(/^\[|\]$/g, "");
     if (ipaddr.isValid(host)) {
       const reason = this.refusal(host);

@@ -1,4 +1,11 @@
-import { type Expression, type ExpressionBuilder, type Selectable, type SqlBool, sql } from "kysely";
+import {
+  type Expression,
+  type ExpressionBuilder,
+  type Selectable,
+  type SelectQueryBuilder,
+  type SqlBool,
+  sql,
+} from "kysely";
 import type { ItemRow } from "../content/item.repository.js";
 import type { Queryable } from "../db/database.js";
 import type { Database, GroupTable } from "../db/schema.js";
@@ -211,6 +218,14 @@ function taggedVisible(q: Queryable, tag: string, viewer: SearchViewer) {
     .where((eb) => itemVisibility(eb, viewer, TAG_COLUMNS));
 }
 
+/** The number of rows `query` selects. */
+async function countOf<TB extends keyof Database>(
+  query: SelectQueryBuilder<Database, TB, object>,
+): Promise<number> {
+  const row = await query.select((eb) => eb.fn.countAll<number>().as("n")).executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
 function itemsMatching(q: Queryable, node: QueryNode, orgId: string, viewer: SearchViewer) {
   const term = itemTerm(orgId);
   return q
@@ -226,15 +241,9 @@ export async function countItems(
   viewer: SearchViewer,
 ): Promise<number> {
   const tag = singleTag(node);
-  const count =
-    tag === undefined
-      ? await itemsMatching(q, node, orgId, viewer)
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .executeTakeFirstOrThrow()
-      : await taggedVisible(q, tag, viewer)
-          .select((eb) => eb.fn.countAll<number>().as("n"))
-          .executeTakeFirstOrThrow();
-  return Number(count.n);
+  return tag === undefined
+    ? countOf(itemsMatching(q, node, orgId, viewer))
+    : countOf(taggedVisible(q, tag, viewer));
 }
 
 /** One page of the items `countItems` counts. */
@@ -324,10 +333,7 @@ export async function countGroups(
   orgId: string,
   viewer: SearchViewer,
 ): Promise<number> {
-  const count = await groupsMatching(q, node, orgId, viewer)
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .executeTakeFirstOrThrow();
-  return Number(count.n);
+  return countOf(groupsMatching(q, node, orgId, viewer));
 }
 
 export function findGroups(

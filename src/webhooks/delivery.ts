@@ -7,7 +7,6 @@ import {
   DEFAULT_DEACTIVATION_POLICY,
   type DeliveryControl,
   newNotification,
-  readSettings,
   type WebhookConfig,
   type WebhookRow,
   type WebhookSettings,
@@ -32,7 +31,8 @@ import {
 export interface DeliveryOptions {
   db: Db;
   guard: OutboundGuard;
-  control: { attach(control: DeliveryControl): void };
+  /** The webhook service: it hands URL checks and wake-ups to the engine, and owns the settings. */
+  webhooks: { attach(control: DeliveryControl): void; deliverySettings(): Promise<WebhookSettings> };
   portalUrl: () => string;
   onError: (err: unknown, what: string) => void;
   /** Attempts in flight across all webhooks. */
@@ -91,7 +91,7 @@ export class DeliveryEngine implements DeliveryControl {
   constructor(private readonly options: DeliveryOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
     this.perWebhook = options.perWebhook ?? 16;
-    options.control.attach(this);
+    options.webhooks.attach(this);
   }
 
   async start(): Promise<void> {
@@ -245,7 +245,7 @@ export class DeliveryEngine implements DeliveryControl {
     const free = this.maxInFlight - this.inFlightTotal;
     if (free <= 0) return;
     const { db } = this.options;
-    const settings = await readSettings(db);
+    const settings = await this.options.webhooks.deliverySettings();
     const now = Date.now();
     const leaseMs = timeoutMs(settings) + LEASE_MARGIN_MS;
     const claimed = await db.transaction(async (trx) => {
@@ -372,7 +372,7 @@ export class DeliveryEngine implements DeliveryControl {
   }
 
   private async record(batch: Outcome[]): Promise<void> {
-    const settings = await readSettings(this.options.db);
+    const settings = await this.options.webhooks.deliverySettings();
     const maxAttempts = Math.max(1, settings.notificationAttempts);
     const retryDelayMs = settings.notificationElapsedTimeInSeconds * 1000;
     await this.options.db.transaction(async (trx) => {

@@ -1,7 +1,8 @@
 import { type Caller, requirePrivilege } from "../auth/caller.js";
+import { FeedCache } from "../db/cache.js";
 import type { Db } from "../db/database.js";
 import type { NotificationTable, WebhookSettingsTable, WebhookTable } from "../db/schema.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
@@ -95,11 +96,18 @@ export function subscriptionOf(changes: string, events: readonly string[] | unde
 
 export class WebhookService {
   private control: DeliveryControl | undefined;
+  /**
+   * The delivery settings, read by the engine for every claim and every batch of outcomes. An
+   * update announces `org`, so every node drops its copy.
+   */
+  private readonly settingsCache: FeedCache<"settings", WebhookSettings>;
 
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
-  ) {}
+  ) {
+    this.settingsCache = new FeedCache(db.feed, ["org"]);
+  }
 
   /** Connects the delivery engine, which is built after the services. */
   attach(control: DeliveryControl): void {
@@ -188,7 +196,7 @@ export class WebhookService {
     };
     await this.db.transaction(async (trx) => {
       const r = await trx.updateTable("webhooks").set(patch).where("id", "=", id).executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) throw webhookNotFound(id);
+      if (Number(r.numUpdatedRows) === 0) throw errors.webhookNotFound(id);
     });
     const org = await this.portal.get();
     return { success: true, webhook: webhookJson(await this.mustFind(id), org.id) };
@@ -198,7 +206,7 @@ export class WebhookService {
     requirePrivilege(caller, PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const r = await trx.deleteFrom("webhooks").where("id", "=", id).executeTakeFirst();
-      if (Number(r.numDeletedRows) === 0) throw webhookNotFound(id);
+      if (Number(r.numDeletedRows) === 0) throw errors.webhookNotFound(id);
     });
     return { success: true };
   }
@@ -218,7 +226,7 @@ export class WebhookService {
         })
         .where("id", "=", id)
         .executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) throw webhookNotFound(id);
+      if (Number(r.numUpdatedRows) === 0) throw errors.webhookNotFound(id);
     });
     if (active) this.control?.wake();
     return { success: true };
@@ -358,12 +366,17 @@ export class WebhookService {
 
   async settings(caller: Caller | null): Promise<WebhookSettings> {
     requirePrivilege(caller, PRIVILEGE);
-    return readSettings(this.db);
+    return this.deliverySettings();
+  }
+
+  /** The settings as delivery applies them; no caller, for the engine. */
+  async deliverySettings(): Promise<WebhookSettings> {
+    return (await this.settingsCache.get("settings", () => readSettings(this.db))) as WebhookSettings;
   }
 
   async updateSettings(caller: Caller | null, changes: Partial<WebhookSettings>): Promise<WebhookSettings> {
     requirePrivilege(caller, PRIVILEGE);
-    const next = { ...(await readSettings(this.db)), ...changes };
+    const next = { ...(await this.deliverySettings()), ...changes };
     const row: WebhookSettingsTable = {
       singleton: 1,
       notification_attempts: next.notificationAttempts,
@@ -371,13 +384,16 @@ export class WebhookService {
       elapsed_seconds: next.notificationElapsedTimeInSeconds,
       modified: Date.now(),
     };
-    await this.db.transaction(async (trx) => {
-      await trx
-        .insertInto("webhook_settings")
-        .values(row)
-        .onConflict((oc) => oc.column("singleton").doUpdateSet(row))
-        .execute();
-    });
+    await this.db.transaction(
+      async (trx) => {
+        await trx
+          .insertInto("webhook_settings")
+          .values(row)
+          .onConflict((oc) => oc.column("singleton").doUpdateSet(row))
+          .execute();
+      },
+      { changes: ["org"] },
+    );
     return next;
   }
 
@@ -393,18 +409,12 @@ export class WebhookService {
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row) throw webhookNotFound(id);
+    if (!row) throw errors.webhookNotFound(id);
     return row;
   }
 }
 
-export function webhookNotFound(id: string): PorticoError {
-  return new PorticoError(400, "Webhook does not exist or is inaccessible.", "WEBHOOK_0001", [
-    `Webhook '${id}'.`,
-  ]);
-}
-
-export async function readSettings(db: Db): Promise<WebhookSettings> {
+async function readSettings(db: Db): Promise<WebhookSettings> {
   const row = await db.kysely.selectFrom("webhook_settings").selectAll().executeTakeFirst();
   if (!row) return { ...DEFAULT_SETTINGS };
   return {

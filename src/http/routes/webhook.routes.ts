@@ -1,4 +1,5 @@
 import { errors } from "../../errors.js";
+import { httpUrlProblem } from "../../outbound/guard.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type JsonSchema, p } from "../../validation/params.js";
 import { secretProblem } from "../../webhooks/signature.js";
@@ -28,21 +29,9 @@ const CONFIG_SCHEMA: JsonSchema = {
   additionalProperties: false,
 };
 
-function checkPayloadUrl(value: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(value);
-  } catch {
-    return "is not a URL";
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") return "must be an http or https URL";
-  if (url.username || url.password) return "must not carry credentials; use secret instead";
-  return undefined;
-}
-
 const webhookParams = {
   name: p.string({ maxLength: 256 }),
-  url: p.string({ maxLength: 2048, check: checkPayloadUrl }),
+  url: p.string({ maxLength: 2048, check: httpUrlProblem }),
   secret: p.string({ maxLength: 256, check: secretProblem }),
   config: p.json<WebhookConfig>(CONFIG_SCHEMA),
   changes: p.string({ enum: ["allChanges", "manualChanges"] }),
@@ -68,7 +57,7 @@ export const webhookRoutes = [
     params: {
       ...webhookParams,
       name: p.string({ required: true, minLength: 1, maxLength: 256 }),
-      url: p.string({ required: true, maxLength: 2048, check: checkPayloadUrl }),
+      url: p.string({ required: true, maxLength: 2048, check: httpUrlProblem }),
       changes: p.string({ required: true, enum: ["allChanges", "manualChanges"] }),
     },
     handler: async ({ params, caller, services }) =>
