@@ -50,13 +50,20 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
   });
   try {
     await migrateToLatest(db);
-    const services = createServices(db);
-    await services.portal.ensureOrganization();
-    await ensureFirstAdministrator(services, config, options.announce ?? ((t) => process.stdout.write(t)));
-
     let address = "";
     // Known once listening (port 0 picks it then); read when asked.
     const publicUrl = () => config.publicUrl ?? address;
+    const guard = new OutboundGuard(config.outboundAllow);
+    let logError = (err: unknown, what: string) => reportError(new Error(`${what}: ${String(err)}`));
+    const services = createServices(db, {
+      guard,
+      portalUrl: () => `${publicUrl()}${config.contextPath}`,
+      syncStaleMs: config.syncStaleSeconds * 1000,
+      onError: (err, what) => logError(err, what),
+    });
+    await services.portal.ensureOrganization();
+    await ensureFirstAdministrator(services, config, options.announce ?? ((t) => process.stdout.write(t)));
+
     const app = await buildServer({
       config,
       services,
@@ -66,7 +73,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     reportError = (err) =>
       app.log.warn({ err }, "change feed connection lost; caches bypassed until it is back");
 
-    const guard = new OutboundGuard(config.outboundAllow);
+    logError = (err, what) => app.log.error({ err }, what);
     const delivery = new DeliveryEngine({
       db,
       guard,
@@ -87,6 +94,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
     await delivery.start();
+    await services.sync.start();
 
     return {
       app,
@@ -97,6 +105,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       async close() {
         clearInterval(purge);
         await app.close();
+        await services.sync.stop();
         await delivery.stop();
         await guard.close();
         await db.close();

@@ -30,6 +30,11 @@ export interface Config {
    */
   trustProxy: false | string[];
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /**
+   * How long a running sync may go without a heartbeat before it counts as dead (its process
+   * stopped) and is marked failed, freeing the workspace for the next sync.
+   */
+  syncStaleSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -55,6 +60,7 @@ const SETTINGS = {
   outboundAllow: { env: "PORTICO_OUTBOUND_ALLOW", flag: "outbound-allow" },
   trustProxy: { env: "PORTICO_TRUST_PROXY", flag: "trust-proxy" },
   logLevel: { env: "PORTICO_LOG_LEVEL", flag: "log-level" },
+  syncStaleSeconds: { env: "PORTICO_SYNC_STALE_SECONDS", flag: "sync-stale-seconds" },
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -135,6 +141,7 @@ export function loadConfig(
     outboundAllow: parseCidrList(raw("outboundAllow")),
     trustProxy: parseTrustProxy(raw("trustProxy")),
     logLevel: parseLogLevel(raw("logLevel")),
+    syncStaleSeconds: parseSyncStale(raw("syncStaleSeconds")),
   };
 }
 
@@ -147,6 +154,14 @@ function parsePort({ value, name }: { value: string | undefined; name: string })
   const port = Number(value);
   if (port > 65535) throw new ConfigError(name, `must be between 0 and 65535, got ${value}`);
   return port;
+}
+
+function parseSyncStale({ value, name }: { value: string | undefined; name: string }): number {
+  if (value === undefined) return 60;
+  if (!/^\d+$/.test(value) || Number(value) < 2 || Number(value) > 86_400) {
+    throw new ConfigError(name, `must be a whole number of seconds from 2 to 86400, got ${value}`);
+  }
+  return Number(value);
 }
 
 function parseContextPath({ value, name }: { value: string | undefined; name: string }): string {

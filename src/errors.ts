@@ -60,6 +60,15 @@ export const errors = {
   webhookNotFound: (id: string) =>
     new PorticoError(400, "Webhook does not exist or is inaccessible.", "WEBHOOK_0001", [`Webhook '${id}'.`]),
 
+  collaborationNotFound: (id: string) =>
+    new PorticoError(400, "Collaboration does not exist or is inaccessible.", "COLLAB_0404", [
+      `Collaboration '${id}'.`,
+    ]),
+  workspaceNotFound: (id: string) =>
+    new PorticoError(400, "Collaboration workspace does not exist or is inaccessible.", "COLLAB_0405", [
+      `Workspace '${id}'.`,
+    ]),
+
   usernameTaken: (username: string) =>
     new PorticoError(400, `A user named '${username}' already exists.`, "COM_0010", [
       "'username' must be unique in the organization.",

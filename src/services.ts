@@ -1,10 +1,14 @@
 import { AuthService } from "./auth/auth.service.js";
+import { CollaborationService } from "./collaboration/collaboration.service.js";
+import { PeerClient, PortalKeys } from "./collaboration/peer.js";
+import { SyncEngine } from "./collaboration/sync.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { SharingService } from "./content/sharing.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
+import type { OutboundGuard } from "./outbound/guard.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
@@ -25,11 +29,32 @@ export interface Services {
   groups: GroupService;
   featureServices: FeatureServiceService;
   webhooks: WebhookService;
+  collaborations: CollaborationService;
+  /** Sync jobs, schedules and the peer endpoint; also background work, started by `startPortico`. */
+  sync: SyncEngine;
 }
 
-export function createServices(db: Db): Services {
+export interface ServiceOptions {
+  /** Every call to another portal goes through it. */
+  guard: OutboundGuard;
+  /** This portal's URL as other portals reach it (public URL and context path). */
+  portalUrl: () => string;
+  /** See `Config.syncStaleSeconds`. */
+  syncStaleMs: number;
+  onError: (err: unknown, what: string) => void;
+}
+
+export function createServices(db: Db, options: ServiceOptions): Services {
   const portal = new PortalService(db);
   const items = new ItemService(db, portal);
+  const keys = new PortalKeys(db);
+  const collaborations = new CollaborationService(
+    db,
+    portal,
+    keys,
+    new PeerClient(options.guard, keys),
+    options.portalUrl,
+  );
   return {
     db,
     portal,
@@ -43,5 +68,7 @@ export function createServices(db: Db): Services {
     groups: new GroupService(db, portal, items),
     featureServices: new FeatureServiceService(db, items),
     webhooks: new WebhookService(db, portal),
+    collaborations,
+    sync: new SyncEngine({ db, collaborations, staleMs: options.syncStaleMs, onError: options.onError }),
   };
 }

@@ -6,6 +6,7 @@ import * as m0002 from "./migrations/0002-content.js";
 import * as m0003 from "./migrations/0003-search-indexes.js";
 import * as m0004 from "./migrations/0004-tag-search.js";
 import * as m0005 from "./migrations/0005-webhooks.js";
+import * as m0006 from "./migrations/0006-collaboration.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -18,6 +19,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0003-search-indexes": m0003,
   "0004-tag-search": m0004,
   "0005-webhooks": m0005,
+  "0006-collaboration": m0006,
 };
 
 function provider(engine: Engine): MigrationProvider {

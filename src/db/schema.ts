@@ -25,6 +25,17 @@ export interface Database {
   notifications: NotificationTable;
   notification_attempts: NotificationAttemptTable;
   webhook_settings: WebhookSettingsTable;
+  portal_keys: PortalKeyTable;
+  collaborations: CollaborationTable;
+  collaboration_participants: ParticipantTable;
+  collaboration_invitations: InvitationTable;
+  workspaces: WorkspaceTable;
+  workspace_modes: WorkspaceModeTable;
+  workspace_links: WorkspaceLinkTable;
+  collaboration_copies: CopyTable;
+  sync_jobs: SyncJobTable;
+  sync_schedules: SyncScheduleTable;
+  peer_nonces: PeerNonceTable;
 }
 
 export interface OrganizationTable {
@@ -290,4 +301,125 @@ export interface WebhookSettingsTable {
   timeout_seconds: number;
   elapsed_seconds: number;
   modified: number;
+}
+
+/** Distributed collaboration (migration 0006); see the migration for what each table is for. */
+export interface PortalKeyTable {
+  id: string;
+  public_key: string;
+  private_key: string;
+  created: number;
+}
+
+export interface CollaborationTable {
+  id: string;
+  name: string;
+  description: string;
+  role: "host" | "guest";
+  host_portal_id: string;
+  created: number;
+  modified: number;
+}
+
+export interface ParticipantTable {
+  collaboration_id: string;
+  portal_id: string;
+  role: "host" | "guest";
+  portal_url: string;
+  portal_name: string;
+  public_key: string;
+  contact: string;
+  delete_contributed: number;
+  delete_received: number;
+  status: "active" | "pending";
+  created: number;
+  modified: number;
+}
+
+export interface InvitationTable {
+  id: string;
+  collaboration_id: string;
+  guest_portal_url: string;
+  workspaces: string;
+  expires: number;
+  status: "pending" | "accepted" | "invalidated";
+  digest: string;
+  file: string;
+  guest_portal_id: string | null;
+  created: number;
+  modified: number;
+}
+
+export interface WorkspaceTable {
+  id: string;
+  collaboration_id: string;
+  name: string;
+  description: string;
+  config: string;
+  last_sync_success: number;
+  created: number;
+  modified: number;
+}
+
+export type AccessMode = "send" | "receive" | "sendAndReceive";
+
+export interface WorkspaceModeTable {
+  workspace_id: string;
+  portal_id: string;
+  access_mode: AccessMode;
+}
+
+export interface WorkspaceLinkTable {
+  workspace_id: string;
+  group_id: string;
+  realtime: number;
+  copy_feature_data: number;
+  copy_by_ref_if_copy_fail: number;
+  modified: number;
+}
+
+export interface CopyTable {
+  workspace_id: string;
+  origin_portal_id: string;
+  origin_item_id: string;
+  item_id: string;
+  origin_version: number;
+}
+
+export type SyncStatus =
+  | "submitted"
+  | "started"
+  | "in_progress"
+  | "failed"
+  | "completed_with_failures"
+  | "completed";
+
+export interface SyncJobTable {
+  id: string;
+  workspace_id: string;
+  collaboration_id: string;
+  exec_type: "manual" | "scheduled" | "realtime";
+  status: SyncStatus;
+  created: number;
+  start_time: number;
+  end_time: number;
+  heartbeat: number;
+  summary: string;
+  results: string;
+}
+
+export interface SyncScheduleTable {
+  workspace_id: string;
+  start_time: number;
+  interval_ms: number;
+  repeat_count: number;
+  fired: number;
+  next_fire: number;
+  state: "active" | "paused" | "completed";
+  modified: number;
+}
+
+export interface PeerNonceTable {
+  nonce: string;
+  expires: number;
 }

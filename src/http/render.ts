@@ -42,13 +42,18 @@ export class RawBody {
     readonly contentType: string,
     readonly data: Buffer,
     readonly filename?: string,
+    /** `attachment` for files meant to be saved (invitation files), `inline` for content. */
+    readonly disposition: "inline" | "attachment" = "inline",
   ) {}
 }
 
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
   if (body instanceof RawBody) {
     if (body.filename) {
-      reply.header("content-disposition", `inline; filename="${body.filename.replace(/["\\\r\n]/g, "_")}"`);
+      reply.header(
+        "content-disposition",
+        `${body.disposition}; filename="${body.filename.replace(/["\\\r\n]/g, "_")}"`,
+      );
     }
     // Stored files come from users: never let a browser sniff them into something executable.
     reply.header("x-content-type-options", "nosniff");

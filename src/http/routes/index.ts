@@ -1,5 +1,6 @@
 import type { RouteDef } from "../pipeline.js";
 import { authRoutes } from "./auth.routes.js";
+import { collaborationRoutes } from "./collaboration.routes.js";
 import { contentRoutes } from "./content.routes.js";
 import { featureServerRoutes } from "./feature-server.routes.js";
 import { groupRoutes } from "./group.routes.js";
@@ -20,4 +21,5 @@ export const allRoutes = [
   ...groupRoutes,
   ...featureServerRoutes,
   ...webhookRoutes,
+  ...collaborationRoutes,
 ] as unknown as RouteDef[];

@@ -1,0 +1,480 @@
+import {
+  deleteItem,
+  findItem,
+  insertItem,
+  putFile,
+  replaceTags,
+  updateItem,
+} from "../content/item.repository.js";
+import type { Db, Queryable } from "../db/database.js";
+import { recordEvent } from "../events/outbox.js";
+import { newId } from "../ids.js";
+
+/**
+ * What replication does to a portal's own content, on whichever side runs it: listing what a
+ * workspace's linked group offers, packaging items, and applying received items or their
+ * withdrawal. The sync engine decides what to move; this module moves it, one item per
+ * transaction, so one bad item never undoes the others and each change commits with its events.
+ */
+
+/** One entry of a sender's offer: an item shared to the linked group that is not itself a copy. */
+export interface OfferEntry {
+  id: string;
+  /** The item's `modified`; a copy holding an older version is out of date. */
+  version: number;
+  /** Bytes of data (the item's `size`). */
+  size: number;
+  title: string;
+}
+
+/** What a receiver holds of one origin's items: origin item id -> version (-1: withdrawn). */
+export type Holdings = Record<string, number>;
+
+export interface ItemPackage {
+  id: string;
+  version: number;
+  title: string;
+  type: string;
+  typeKeywords: string[];
+  description: string;
+  snippet: string;
+  tags: string[];
+  url: string | null;
+  properties: Record<string, unknown> | null;
+  size: number;
+  data: FilePackage | null;
+  thumbnail: FilePackage | null;
+}
+
+export interface FilePackage {
+  name: string;
+  contentType: string;
+  /** Base64. */
+  content: string;
+}
+
+/** A sender's answer for one requested item: its package, or why it is no longer offered. */
+export type Export =
+  | { id: string; state: "present"; item: ItemPackage }
+  | { id: string; state: "deleted" | "unshared" };
+
+export type ItemAction = "created" | "updated" | "withdrawn" | "deleted";
+
+export interface ItemResult {
+  id: string;
+  title: string;
+  ok: boolean;
+  action?: ItemAction;
+  reason?: string;
+}
+
+/** Item ids of a linked group that replication may send: shared to it and not received copies. */
+export async function offer(q: Queryable, groupId: string): Promise<OfferEntry[]> {
+  const rows = await q
+    .selectFrom("item_shares as s")
+    .innerJoin("items as i", "i.id", "s.item_id")
+    .leftJoin("collaboration_copies as c", "c.item_id", "i.id")
+    .select(["i.id", "i.modified", "i.size", "i.title"])
+    .where("s.group_id", "=", groupId)
+    .where("c.item_id", "is", null)
+    .orderBy("i.id")
+    .execute();
+  return rows.map((r) => ({ id: r.id, version: Number(r.modified), size: Number(r.size), title: r.title }));
+}
+
+export async function holdings(q: Queryable, workspaceId: string, originPortalId: string): Promise<Holdings> {
+  const rows = await q
+    .selectFrom("collaboration_copies")
+    .select(["origin_item_id", "origin_version"])
+    .where("workspace_id", "=", workspaceId)
+    .where("origin_portal_id", "=", originPortalId)
+    .execute();
+  return Object.fromEntries(rows.map((r) => [r.origin_item_id, Number(r.origin_version)]));
+}
+
+/** What must move from an offer to a receiver holding `held`. */
+export function difference(entries: readonly OfferEntry[], held: Holdings) {
+  const offered = new Set(entries.map((e) => e.id));
+  const changed = entries.filter((e) => held[e.id] !== e.version);
+  const gone = Object.entries(held)
+    .filter(([id, version]) => version !== -1 && !offered.has(id))
+    .map(([id]) => id);
+  return { changed, gone };
+}
+
+/** Packages `ids` as they are now in the linked group. */
+export async function exportItems(q: Queryable, groupId: string, ids: readonly string[]): Promise<Export[]> {
+  if (ids.length === 0) return [];
+  const rows = await q
+    .selectFrom("items")
+    .selectAll()
+    .where("id", "in", [...ids])
+    .execute();
+  const shared = new Set(
+    (
+      await q
+        .selectFrom("item_shares")
+        .select("item_id")
+        .where("group_id", "=", groupId)
+        .where("item_id", "in", [...ids])
+        .execute()
+    ).map((r) => r.item_id),
+  );
+  const files = await q
+    .selectFrom("item_files")
+    .selectAll()
+    .where("item_id", "in", [...ids])
+    .execute();
+  // A received copy is never sent on, even when asked for by id.
+  const copies = new Set(
+    (
+      await q
+        .selectFrom("collaboration_copies")
+        .select("item_id")
+        .where("item_id", "in", [...ids])
+        .execute()
+    ).map((r) => r.item_id),
+  );
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  return ids.map((id): Export => {
+    const row = byId.get(id);
+    if (!row) return { id, state: "deleted" };
+    if (!shared.has(id) || copies.has(id)) return { id, state: "unshared" };
+    const file = (kind: string): FilePackage | null => {
+      const f = files.find((x) => x.item_id === id && x.kind === kind);
+      return f
+        ? { name: f.name, contentType: f.content_type, content: Buffer.from(f.content).toString("base64") }
+        : null;
+    };
+    return {
+      id,
+      state: "present",
+      item: {
+        id,
+        version: Number(row.modified),
+        title: row.title,
+        type: row.type,
+        typeKeywords: JSON.parse(row.type_keywords) as string[],
+        description: row.description,
+        snippet: row.snippet,
+        tags: JSON.parse(row.tags) as string[],
+        url: row.url,
+        properties: row.properties ? (JSON.parse(row.properties) as Record<string, unknown>) : null,
+        size: Number(row.size),
+        data: file("data"),
+        thumbnail: file("thumbnail"),
+      },
+    };
+  });
+}
+
+interface Target {
+  workspaceId: string;
+  originPortalId: string;
+  /** The receiver's linked group; copies are shared to it and owned by its owner. */
+  groupId: string;
+}
+
+/** Applies received items on this portal, each in its own transaction. */
+export async function applyItems(
+  db: Db,
+  target: Target,
+  packages: readonly ItemPackage[],
+): Promise<ItemResult[]> {
+  const group = await db.kysely
+    .selectFrom("groups")
+    .select(["id", "owner_id", "owner"])
+    .where("id", "=", target.groupId)
+    .executeTakeFirst();
+  if (!group) {
+    return packages.map((p) => ({
+      id: p.id,
+      title: p.title,
+      ok: false,
+      reason: "the linked group no longer exists",
+    }));
+  }
+  // Concurrent transactions let SQLite's group commit share one fsync among many items.
+  return Promise.all(
+    packages.map(async (pkg): Promise<ItemResult> => {
+      try {
+        const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
+        return { id: pkg.id, title: pkg.title, ok: true, action };
+      } catch (err) {
+        return {
+          id: pkg.id,
+          title: pkg.title,
+          ok: false,
+          reason: `could not be stored: ${(err as Error).message}`,
+        };
+      }
+    }),
+  );
+}
+
+async function applyOne(
+  trx: Queryable,
+  target: Target,
+  owner: { id: string; owner_id: string; owner: string },
+  pkg: ItemPackage,
+): Promise<ItemAction> {
+  const now = Date.now();
+  const actor = { id: owner.owner_id, username: owner.owner };
+  const copy = await trx
+    .selectFrom("collaboration_copies")
+    .select("item_id")
+    .where("workspace_id", "=", target.workspaceId)
+    .where("origin_portal_id", "=", target.originPortalId)
+    .where("origin_item_id", "=", pkg.id)
+    .executeTakeFirst();
+  const existing = copy ? await findItem(trx, copy.item_id) : undefined;
+  const fields = {
+    title: pkg.title,
+    title_key: pkg.title.toLowerCase(),
+    type: pkg.type,
+    type_key: pkg.type.toLowerCase(),
+    type_keywords: JSON.stringify(pkg.typeKeywords),
+    description: pkg.description,
+    snippet: pkg.snippet,
+    tags: JSON.stringify(pkg.tags),
+    url: pkg.url,
+    properties: pkg.properties ? JSON.stringify(pkg.properties) : null,
+    size: pkg.size,
+    thumbnail: pkg.thumbnail ? `thumbnail/${pkg.thumbnail.name}` : null,
+  };
+  let itemId: string;
+  let action: ItemAction;
+  if (existing) {
+    itemId = existing.id;
+    await updateItem(trx, itemId, {
+      ...fields,
+      access: existing.access === "private" ? "shared" : existing.access,
+      modified: Math.max(now, existing.modified + 1),
+    });
+    await replaceTags(trx, itemId, pkg.tags);
+    await trx.deleteFrom("item_files").where("item_id", "=", itemId).execute();
+    action = "updated";
+  } else {
+    itemId = newId();
+    await insertItem(
+      trx,
+      {
+        id: itemId,
+        owner_id: owner.owner_id,
+        owner: owner.owner,
+        owner_key: owner.owner.toLowerCase(),
+        folder_id: null,
+        ...fields,
+        access: "shared",
+        protected: 0,
+        created: now,
+        modified: now,
+      },
+      pkg.tags,
+    );
+    action = "created";
+  }
+  for (const [kind, file] of [
+    ["data", pkg.data],
+    ["thumbnail", pkg.thumbnail],
+  ] as const) {
+    if (file) {
+      await putFile(trx, {
+        item_id: itemId,
+        kind,
+        name: file.name,
+        content_type: file.contentType,
+        content: Buffer.from(file.content, "base64"),
+      });
+    }
+  }
+  await recordEvent(
+    trx,
+    { source: "item", operation: action === "created" ? "add" : "update", objectId: itemId, actor },
+    now,
+  );
+  const inGroup = await trx
+    .selectFrom("item_shares")
+    .select("item_id")
+    .where("item_id", "=", itemId)
+    .where("group_id", "=", target.groupId)
+    .executeTakeFirst();
+  if (!inGroup) {
+    await trx.insertInto("item_shares").values({ item_id: itemId, group_id: target.groupId }).execute();
+    await recordEvent(trx, {
+      source: "group",
+      operation: "share",
+      objectId: target.groupId,
+      actor,
+      properties: { sharedItems: [{ itemId, itemType: pkg.type }] },
+    });
+    await recordEvent(trx, {
+      source: "item",
+      operation: "share",
+      objectId: itemId,
+      actor,
+      properties: { sharedToGroups: [target.groupId] },
+    });
+  }
+  if (copy) {
+    await trx
+      .updateTable("collaboration_copies")
+      .set({ item_id: itemId, origin_version: pkg.version })
+      .where("workspace_id", "=", target.workspaceId)
+      .where("origin_portal_id", "=", target.originPortalId)
+      .where("origin_item_id", "=", pkg.id)
+      .execute();
+  } else {
+    await trx
+      .insertInto("collaboration_copies")
+      .values({
+        workspace_id: target.workspaceId,
+        origin_portal_id: target.originPortalId,
+        origin_item_id: pkg.id,
+        item_id: itemId,
+        origin_version: pkg.version,
+      })
+      .execute();
+  }
+  return action;
+}
+
+/**
+ * Withdraws copies whose origin item left the workspace: each leaves the linked group, and is
+ * deleted when the origin was deleted and the contributor's delete policy says its items go with it.
+ */
+export async function withdrawItems(
+  db: Db,
+  target: Target,
+  gone: readonly { id: string; state: "deleted" | "unshared" }[],
+  deleteContributed: boolean,
+): Promise<ItemResult[]> {
+  return Promise.all(
+    gone.map(async ({ id, state }): Promise<ItemResult> => {
+      try {
+        return await db.transaction(async (trx) => {
+          const copy = await trx
+            .selectFrom("collaboration_copies")
+            .select("item_id")
+            .where("workspace_id", "=", target.workspaceId)
+            .where("origin_portal_id", "=", target.originPortalId)
+            .where("origin_item_id", "=", id)
+            .executeTakeFirst();
+          const item = copy ? await findItem(trx, copy.item_id) : undefined;
+          const title = item?.title ?? id;
+          if (!copy || !item) {
+            await forgetCopy(trx, target, id);
+            return { id, title, ok: true, action: "withdrawn" as const };
+          }
+          const actor = { id: item.owner_id, username: item.owner };
+          if (state === "deleted" && deleteContributed) {
+            await deleteItem(trx, item.id);
+            await forgetCopy(trx, target, id);
+            await recordEvent(trx, { source: "item", operation: "delete", objectId: item.id, actor });
+            return { id, title, ok: true, action: "deleted" as const };
+          }
+          await unshareFrom(trx, item.id, item.type, target.groupId, actor);
+          await trx
+            .updateTable("collaboration_copies")
+            .set({ origin_version: -1 })
+            .where("workspace_id", "=", target.workspaceId)
+            .where("origin_portal_id", "=", target.originPortalId)
+            .where("origin_item_id", "=", id)
+            .execute();
+          return { id, title, ok: true, action: "withdrawn" as const };
+        });
+      } catch (err) {
+        return { id, title: id, ok: false, reason: `could not be withdrawn: ${(err as Error).message}` };
+      }
+    }),
+  );
+}
+
+async function forgetCopy(trx: Queryable, target: Target, originItemId: string) {
+  await trx
+    .deleteFrom("collaboration_copies")
+    .where("workspace_id", "=", target.workspaceId)
+    .where("origin_portal_id", "=", target.originPortalId)
+    .where("origin_item_id", "=", originItemId)
+    .execute();
+}
+
+async function unshareFrom(
+  trx: Queryable,
+  itemId: string,
+  itemType: string,
+  groupId: string,
+  actor: { id: string; username: string },
+) {
+  const r = await trx
+    .deleteFrom("item_shares")
+    .where("item_id", "=", itemId)
+    .where("group_id", "=", groupId)
+    .executeTakeFirst();
+  if (Number(r.numDeletedRows) === 0) return;
+  const still = await trx
+    .selectFrom("item_shares")
+    .select("group_id")
+    .where("item_id", "=", itemId)
+    .limit(1)
+    .executeTakeFirst();
+  const item = await findItem(trx, itemId);
+  if (item && item.access === "shared" && !still) await updateItem(trx, itemId, { access: "private" });
+  await recordEvent(trx, {
+    source: "group",
+    operation: "unshare",
+    objectId: groupId,
+    actor,
+    properties: { unsharedItems: [{ itemId, itemType }] },
+  });
+  await recordEvent(trx, {
+    source: "item",
+    operation: "unshare",
+    objectId: itemId,
+    actor,
+    properties: { unsharedFromGroups: [groupId] },
+  });
+}
+
+/**
+ * Ends what this portal holds for a workspace (or for one origin in it) when replication ends:
+ * the copies are deleted when `deleteItems`, else they stay as this portal's own items. Either way
+ * they are no longer copies.
+ */
+export async function releaseCopies(
+  trx: Queryable,
+  workspaceIds: readonly string[],
+  deleteItems: (originPortalId: string) => boolean,
+  originPortalId?: string,
+): Promise<number> {
+  if (workspaceIds.length === 0) return 0;
+  let q = trx
+    .selectFrom("collaboration_copies")
+    .selectAll()
+    .where("workspace_id", "in", [...workspaceIds]);
+  if (originPortalId !== undefined) q = q.where("origin_portal_id", "=", originPortalId);
+  const copies = await q.execute();
+  let deleted = 0;
+  for (const copy of copies) {
+    if (deleteItems(copy.origin_portal_id)) {
+      const item = await findItem(trx, copy.item_id);
+      if (item) {
+        await deleteItem(trx, item.id);
+        await recordEvent(trx, {
+          source: "item",
+          operation: "delete",
+          objectId: item.id,
+          actor: { id: item.owner_id, username: item.owner },
+        });
+        deleted++;
+      }
+    }
+    await trx
+      .deleteFrom("collaboration_copies")
+      .where("workspace_id", "=", copy.workspace_id)
+      .where("origin_portal_id", "=", copy.origin_portal_id)
+      .where("origin_item_id", "=", copy.origin_item_id)
+      .execute();
+  }
+  return deleted;
+}

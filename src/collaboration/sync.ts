@@ -1,0 +1,1242 @@
+import { type Caller, requirePrivilege } from "../auth/caller.js";
+import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
+import type { AccessMode, SyncJobTable, SyncScheduleTable } from "../db/schema.js";
+import { errors, PorticoError } from "../errors.js";
+import { newId } from "../ids.js";
+import {
+  type CollaborationService,
+  type HostState,
+  receives,
+  sends,
+  type WorkspaceConfig,
+} from "./collaboration.service.js";
+import { PeerCallFailed, type PeerEnvelope, peerRefusal } from "./peer.js";
+import {
+  applyItems,
+  difference,
+  type Export,
+  exportItems,
+  type Holdings,
+  holdings,
+  type ItemPackage,
+  type ItemResult,
+  type OfferEntry,
+  offer,
+  withdrawItems,
+} from "./replication.js";
+
+/**
+ * Syncs (`wire.md` §8): jobs, their one-at-a-time rule, schedules, realtime triggers, and the
+ * peer endpoint the other portal calls.
+ *
+ * A sync runs on a guest. It first asks the host for the collaboration's current state (access
+ * modes, workspaces, delete policies; a guest the host removed learns it here), then moves items
+ * in each direction the two access modes allow, comparing what the sender offers (items shared to
+ * its linked group, received copies excluded) with what the receiver holds (its copies, by origin
+ * id and version). Only the difference moves, in bounded batches, each item in its own
+ * transaction on the receiver. Nothing is staged in temporary files, so a sync that fails or
+ * whose process dies leaves no files behind, and the next sync resumes from what was stored.
+ */
+
+const RUNNING: readonly SyncJobTable["status"][] = ["submitted", "started", "in_progress"];
+/** Items per peer call, and bytes of data per call. */
+const BATCH_ITEMS = 100;
+const BATCH_BYTES = 16 * 1024 * 1024;
+const MB = 1024 * 1024;
+/** Debounce of realtime triggers: changes within this window make one sync. */
+const REALTIME_DELAY_MS = 500;
+
+type ExecType = SyncJobTable["exec_type"];
+
+interface ItemOutcome {
+  id: string;
+  title: string;
+  action?: string;
+  reason?: string;
+}
+
+interface TaskResult {
+  participantId: string;
+  portalUrl: string;
+  /** receive: items came from the participant; send: items went to it. */
+  direction: "receive" | "send";
+  status: "completed" | "completed_with_failures" | "failed";
+  error?: string;
+  succeeded: ItemOutcome[];
+  failed: ItemOutcome[];
+  notProcessed: ItemOutcome[];
+}
+
+export interface SyncOptions {
+  db: Db;
+  collaborations: CollaborationService;
+  staleMs: number;
+  onError: (err: unknown, what: string) => void;
+}
+
+export class SyncEngine {
+  private readonly db: Db;
+  private readonly collabs: CollaborationService;
+  private readonly staleMs: number;
+  private readonly onError: SyncOptions["onError"];
+  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly running = new Map<string, Promise<void>>();
+  /** Workspaces whose scheduled or realtime sync arrived while one ran: started when it ends. */
+  private readonly deferred = new Map<string, ExecType>();
+  private readonly fingerprints = new Map<string, string>();
+  private realtimeTimer: NodeJS.Timeout | undefined;
+  private stopping = false;
+  private abort = new AbortController();
+
+  constructor(options: SyncOptions) {
+    this.db = options.db;
+    this.collabs = options.collaborations;
+    this.staleMs = options.staleMs;
+    this.onError = options.onError;
+    this.collabs.notify = (url, collaborationId, to, op, body) => {
+      void this.tell(url, collaborationId, to, op, body);
+    };
+  }
+
+  async start(): Promise<void> {
+    if (this.db.engine === "sqlite") {
+      // One process owns an SQLite store: a job still marked running was cut off by a stop.
+      await this.failJobs(
+        this.db.kysely,
+        "the portal stopped while the sync ran; start a new sync",
+        undefined,
+      );
+    }
+    await this.sweepStale();
+    await this.realtimeCheck(true);
+    const every = (ms: number, work: () => Promise<void>, what: string) => {
+      const t = setInterval(() => {
+        if (!this.stopping) work().catch((err: unknown) => this.onError(err, what));
+      }, ms);
+      t.unref();
+      this.timers.push(t);
+    };
+    every(
+      Math.max(1000, Math.floor(this.staleMs / 2)),
+      () => this.sweepStale(),
+      "sweeping dead syncs failed",
+    );
+    every(1000, () => this.fireSchedules(), "firing sync schedules failed");
+    this.db.feed.subscribe("events", () => {
+      if (this.stopping || this.realtimeTimer) return;
+      this.realtimeTimer = setTimeout(() => {
+        this.realtimeTimer = undefined;
+        this.realtimeCheck(false).catch((err: unknown) => this.onError(err, "realtime sync check failed"));
+      }, REALTIME_DELAY_MS);
+    });
+  }
+
+  /** Stops timers; running syncs stop at their next batch and are marked failed. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const t of this.timers) clearInterval(t);
+    if (this.realtimeTimer) clearTimeout(this.realtimeTimer);
+    this.abort.abort();
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  // ---------------------------------------------------------------- jobs
+
+  /** Starts a sync of a workspace (guest side). Refused, naming the running sync, while one runs. */
+  async requestSync(caller: Caller | null, collaborationId: string, workspaceId: string, wait: boolean) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
+    if (collab.role !== "guest") {
+      throw new PorticoError(400, "Syncs of this collaboration are started by its guests.", "COLLAB_0003", [
+        "The guest is the participant designated to initiate syncs; sync from the guest portal.",
+      ]);
+    }
+    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    const job = await this.submit(collaborationId, workspaceId, "manual");
+    if (typeof job === "object") {
+      throw new PorticoError(
+        400,
+        `A sync of this workspace is already running (syncId ${job.id}, ${job.status} since ${new Date(job.start_time).toISOString()}); a new sync was not started.`,
+        "COLLAB_0010",
+        [`Wait for sync ${job.id} to finish; follow it at syncStatus/${job.id}.`],
+      );
+    }
+    const done = this.launch(job, collaborationId, workspaceId, "manual");
+    if (wait) {
+      await done;
+      const row = await this.db.kysely
+        .selectFrom("sync_jobs")
+        .selectAll()
+        .where("id", "=", job)
+        .executeTakeFirstOrThrow();
+      return {
+        jobId: job,
+        key: job,
+        success: row.status !== "failed",
+        status: row.status,
+        summary: row.summary,
+      };
+    }
+    return { jobId: job, key: job, success: true };
+  }
+
+  /** Inserts a job; answers its id, or the running job that kept it from starting. */
+  private async submit(
+    collaborationId: string,
+    workspaceId: string,
+    execType: ExecType,
+  ): Promise<string | SyncJobTable> {
+    await this.sweepStale();
+    const id = newId();
+    const now = Date.now();
+    try {
+      await this.db.transaction((trx) =>
+        trx
+          .insertInto("sync_jobs")
+          .values({
+            id,
+            workspace_id: workspaceId,
+            collaboration_id: collaborationId,
+            exec_type: execType,
+            status: "submitted",
+            created: now,
+            start_time: now,
+            end_time: -1,
+            heartbeat: now,
+            summary: "Submitted.",
+            results: "[]",
+          })
+          .execute(),
+      );
+      return id;
+    } catch (err) {
+      if (!isUniqueViolation(err)) throw err;
+      const running = await this.db.kysely
+        .selectFrom("sync_jobs")
+        .selectAll()
+        .where("workspace_id", "=", workspaceId)
+        .where("status", "in", [...RUNNING])
+        .executeTakeFirst();
+      if (!running) return this.submit(collaborationId, workspaceId, execType);
+      return running;
+    }
+  }
+
+  private launch(
+    jobId: string,
+    collaborationId: string,
+    workspaceId: string,
+    execType: ExecType,
+  ): Promise<void> {
+    const run = this.run(jobId, collaborationId, workspaceId)
+      .catch((err: unknown) => this.onError(err, `sync ${jobId} failed`))
+      .finally(() => {
+        this.running.delete(jobId);
+        const again = this.deferred.get(workspaceId);
+        if (again && !this.stopping) {
+          this.deferred.delete(workspaceId);
+          void this.startBackground(collaborationId, workspaceId, again);
+        }
+      });
+    this.running.set(jobId, run);
+    void execType;
+    return run;
+  }
+
+  /** Starts a scheduled or realtime sync; when one runs, it starts once that one ends. */
+  private async startBackground(collaborationId: string, workspaceId: string, execType: ExecType) {
+    const job = await this.submit(collaborationId, workspaceId, execType);
+    if (typeof job === "object") {
+      this.deferred.set(workspaceId, execType);
+      // A sync running on another node finishes there; recheck once it should have.
+      if (!this.isLocal(job.id))
+        setTimeout(() => this.retryDeferred(collaborationId, workspaceId), 2000).unref();
+      return;
+    }
+    await this.launch(job, collaborationId, workspaceId, execType);
+  }
+
+  private isLocal(jobId: string) {
+    return this.running.has(jobId);
+  }
+
+  private retryDeferred(collaborationId: string, workspaceId: string) {
+    const again = this.deferred.get(workspaceId);
+    if (!again || this.stopping) return;
+    this.deferred.delete(workspaceId);
+    this.startBackground(collaborationId, workspaceId, again).catch((err: unknown) =>
+      this.onError(err, "deferred sync failed"),
+    );
+  }
+
+  private async setJob(jobId: string, patch: Partial<SyncJobTable>) {
+    await this.db.transaction((trx) =>
+      trx
+        .updateTable("sync_jobs")
+        .set(patch)
+        .where("id", "=", jobId)
+        .where("status", "in", [...RUNNING])
+        .execute(),
+    );
+  }
+
+  private async run(jobId: string, collaborationId: string, workspaceId: string): Promise<void> {
+    const heartbeat = setInterval(
+      () => {
+        this.setJob(jobId, { heartbeat: Date.now() }).catch((err: unknown) =>
+          this.onError(err, "sync heartbeat failed"),
+        );
+      },
+      Math.max(500, Math.floor(this.staleMs / 4)),
+    );
+    heartbeat.unref();
+    const tasks: TaskResult[] = [];
+    try {
+      await this.setJob(jobId, {
+        status: "started",
+        start_time: Date.now(),
+        heartbeat: Date.now(),
+        summary: "Started.",
+      });
+      const selfId = await this.collabs.selfId();
+      const host = await this.hostOf(collaborationId);
+      // The host's view wins: modes, workspaces, policies, and whether this portal still takes part.
+      const state = await this.call<HostState>(host, collaborationId, "state", {});
+      const still = await this.applyHostState(collaborationId, state);
+      const workspace = still
+        ? await this.db.kysely
+            .selectFrom("workspaces")
+            .selectAll()
+            .where("id", "=", workspaceId)
+            .executeTakeFirst()
+        : undefined;
+      if (!workspace)
+        throw new JobFailed("the workspace was deleted by the host; replication through it has ended");
+      const link = await this.db.kysely
+        .selectFrom("workspace_links")
+        .selectAll()
+        .where("workspace_id", "=", workspaceId)
+        .executeTakeFirst();
+      if (!link)
+        throw new JobFailed(
+          "no group is linked to this workspace on this portal; link one with updatePortalGroupLink",
+        );
+      const modes =
+        (await this.collabs.modesOf(this.db.kysely, [workspaceId])).get(workspaceId) ??
+        new Map<string, AccessMode>();
+      const config = JSON.parse(workspace.config) as WorkspaceConfig;
+      const budget = { bytes: config.maxReplicationPackageSizeInMB * MB };
+      await this.setJob(jobId, { status: "in_progress", summary: "Moving items." });
+      const ctx = { collaborationId, workspaceId, groupId: link.group_id, selfId, host, config, budget };
+      if (sends(modes.get(host.portal_id)) && receives(modes.get(selfId)))
+        tasks.push(await this.receive(ctx));
+      if (sends(modes.get(selfId)) && receives(modes.get(host.portal_id))) tasks.push(await this.send(ctx));
+      if (tasks.length === 0) {
+        throw new JobFailed(
+          "the access modes move nothing between this portal and the host in this workspace",
+        );
+      }
+      const failedTasks = tasks.filter((t) => t.status === "failed").length;
+      const status: SyncJobTable["status"] =
+        failedTasks === tasks.length
+          ? "failed"
+          : tasks.some((t) => t.status !== "completed")
+            ? "completed_with_failures"
+            : "completed";
+      const now = Date.now();
+      await this.db.transaction(async (trx) => {
+        const r = await trx
+          .updateTable("sync_jobs")
+          .set({
+            status,
+            end_time: now,
+            heartbeat: now,
+            summary: summarize(tasks),
+            results: JSON.stringify(tasks),
+          })
+          .where("id", "=", jobId)
+          .where("status", "in", [...RUNNING])
+          .executeTakeFirst();
+        if (Number(r.numUpdatedRows) > 0 && status === "completed") {
+          await trx
+            .updateTable("workspaces")
+            .set({ last_sync_success: now })
+            .where("id", "=", workspaceId)
+            .execute();
+        }
+      });
+    } catch (err) {
+      const reason =
+        err instanceof JobFailed || err instanceof PeerCallFailed
+          ? err.message
+          : `internal error: ${(err as Error).message}`;
+      if (!(err instanceof JobFailed || err instanceof PeerCallFailed)) this.onError(err, `sync ${jobId}`);
+      const now = Date.now();
+      await this.db.transaction((trx) =>
+        trx
+          .updateTable("sync_jobs")
+          .set({
+            status: "failed",
+            end_time: now,
+            heartbeat: now,
+            summary: `Failed: ${reason}`,
+            results: JSON.stringify(tasks),
+          })
+          .where("id", "=", jobId)
+          .where("status", "in", [...RUNNING])
+          .execute(),
+      );
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  private async hostOf(collaborationId: string) {
+    return this.db.kysely
+      .selectFrom("collaboration_participants")
+      .selectAll()
+      .where("collaboration_id", "=", collaborationId)
+      .where("role", "=", "host")
+      .executeTakeFirstOrThrow();
+  }
+
+  private async call<T>(
+    to: { portal_url: string; portal_id: string },
+    collaborationId: string,
+    op: string,
+    body: Record<string, unknown>,
+  ): Promise<T> {
+    if (this.abort.signal.aborted) throw new JobFailed("the portal is stopping; start the sync again");
+    try {
+      return await this.collabs.peers.call<T>(to.portal_url, {
+        collaborationId,
+        from: await this.collabs.selfId(),
+        to: to.portal_id,
+        op,
+        body,
+      });
+    } catch (err) {
+      if (err instanceof PeerCallFailed && err.code === 403 && op === "state") {
+        const self = await this.db.kysely
+          .selectFrom("collaboration_participants")
+          .select("status")
+          .where("collaboration_id", "=", collaborationId)
+          .where("portal_id", "=", await this.collabs.selfId())
+          .executeTakeFirst();
+        if (self?.status === "pending") {
+          throw new JobFailed("the host has not imported this portal's invitation response yet");
+        }
+        // The host no longer counts this portal as a participant: replication has ended.
+        await this.db.transaction((trx) => this.collabs.dropCollaboration(trx, collaborationId));
+        throw new JobFailed(`the host ended this portal's participation (${err.message})`);
+      }
+      throw err;
+    }
+  }
+
+  /** Applies the host's view on the guest; false when the collaboration ended here. */
+  private async applyHostState(collaborationId: string, state: HostState): Promise<boolean> {
+    const selfId = await this.collabs.selfId();
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const collab = await trx
+        .selectFrom("collaborations")
+        .select("id")
+        .where("id", "=", collaborationId)
+        .executeTakeFirst();
+      if (!collab) return false;
+      await trx
+        .updateTable("collaborations")
+        .set({ name: state.collaboration.name, description: state.collaboration.description, modified: now })
+        .where("id", "=", collaborationId)
+        .execute();
+      for (const p of state.participants) {
+        await trx
+          .updateTable("collaboration_participants")
+          .set({
+            delete_contributed: p.deleteContributed ? 1 : 0,
+            delete_received: p.deleteReceived ? 1 : 0,
+            status: "active",
+          })
+          .where("collaboration_id", "=", collaborationId)
+          .where("portal_id", "=", p.portalId)
+          .execute();
+      }
+      const local = await trx
+        .selectFrom("workspaces")
+        .select("id")
+        .where("collaboration_id", "=", collaborationId)
+        .execute();
+      const listed = new Set(state.workspaces.map((w) => w.id));
+      const gone = local.map((w) => w.id).filter((id) => !listed.has(id));
+      await this.collabs.dropWorkspaces(trx, collaborationId, gone);
+      const known = new Set(local.map((w) => w.id));
+      for (const w of state.workspaces) {
+        const values = {
+          name: w.name,
+          description: w.description,
+          config: JSON.stringify(w.config),
+          modified: now,
+        };
+        if (known.has(w.id)) await trx.updateTable("workspaces").set(values).where("id", "=", w.id).execute();
+        else {
+          await trx
+            .insertInto("workspaces")
+            .values({
+              id: w.id,
+              collaboration_id: collaborationId,
+              last_sync_success: -1,
+              created: now,
+              ...values,
+            })
+            .execute();
+        }
+        await trx.deleteFrom("workspace_modes").where("workspace_id", "=", w.id).execute();
+        const modes = Object.entries(w.modes).filter(
+          ([portalId]) =>
+            portalId === selfId ||
+            state.participants.some((p) => p.portalId === portalId && p.role === "host"),
+        );
+        if (modes.length > 0) {
+          await trx
+            .insertInto("workspace_modes")
+            .values(
+              modes.map(([portalId, mode]) => ({
+                workspace_id: w.id,
+                portal_id: portalId,
+                access_mode: mode,
+              })),
+            )
+            .execute();
+        }
+      }
+      return true;
+    });
+  }
+
+  /** Items the host offers that this portal lacks or holds an older version of. */
+  private async receive(ctx: SyncContext): Promise<TaskResult> {
+    const task = newTask(ctx.host.portal_id, ctx.host.portal_url, "receive");
+    try {
+      const { items: entries } = await this.call<{ items: OfferEntry[] }>(
+        ctx.host,
+        ctx.collaborationId,
+        "offer",
+        { workspaceId: ctx.workspaceId },
+      );
+      const held = await holdings(this.db.kysely, ctx.workspaceId, ctx.host.portal_id);
+      const { changed, gone } = difference(entries, held);
+      const target = {
+        workspaceId: ctx.workspaceId,
+        originPortalId: ctx.host.portal_id,
+        groupId: ctx.groupId,
+      };
+      const deleteContributed = ctx.host.delete_contributed === 1;
+      await this.moveInBatches(task, ctx, changed, async (ids) => {
+        const { items } = await this.call<{ items: Export[] }>(ctx.host, ctx.collaborationId, "export", {
+          workspaceId: ctx.workspaceId,
+          ids,
+        });
+        return this.applyExports(target, items, deleteContributed);
+      });
+      await this.withdrawInBatches(task, gone, async (ids) => {
+        const { items } = await this.call<{ items: Export[] }>(ctx.host, ctx.collaborationId, "export", {
+          workspaceId: ctx.workspaceId,
+          ids,
+        });
+        return this.applyExports(target, items, deleteContributed);
+      });
+    } catch (err) {
+      failTask(task, err);
+    }
+    return finishTask(task);
+  }
+
+  /** This portal's items the host lacks or holds an older version of. */
+  private async send(ctx: SyncContext): Promise<TaskResult> {
+    const task = newTask(ctx.host.portal_id, ctx.host.portal_url, "send");
+    try {
+      const entries = await offer(this.db.kysely, ctx.groupId);
+      const { holdings: held } = await this.call<{ holdings: Holdings }>(
+        ctx.host,
+        ctx.collaborationId,
+        "holdings",
+        { workspaceId: ctx.workspaceId },
+      );
+      const { changed, gone } = difference(entries, held);
+      await this.moveInBatches(task, ctx, changed, async (ids) => {
+        const exports = await exportItems(this.db.kysely, ctx.groupId, ids);
+        const present = exports.flatMap((e) => (e.state === "present" ? [e.item] : []));
+        const missing = exports.flatMap((e) => (e.state === "present" ? [] : [{ id: e.id, state: e.state }]));
+        const results: ItemResult[] = [];
+        if (present.length > 0) {
+          const r = await this.call<{ results: ItemResult[] }>(ctx.host, ctx.collaborationId, "apply", {
+            workspaceId: ctx.workspaceId,
+            items: present,
+          });
+          results.push(...r.results);
+        }
+        if (missing.length > 0) {
+          const r = await this.call<{ results: ItemResult[] }>(ctx.host, ctx.collaborationId, "withdraw", {
+            workspaceId: ctx.workspaceId,
+            gone: missing,
+          });
+          results.push(...r.results);
+        }
+        return results;
+      });
+      await this.withdrawInBatches(task, gone, async (ids) => {
+        const exports = await exportItems(this.db.kysely, ctx.groupId, ids);
+        const states = exports.map((e) => ({
+          id: e.id,
+          state: e.state === "present" ? ("unshared" as const) : e.state,
+        }));
+        const r = await this.call<{ results: ItemResult[] }>(ctx.host, ctx.collaborationId, "withdraw", {
+          workspaceId: ctx.workspaceId,
+          gone: states,
+        });
+        return r.results;
+      });
+    } catch (err) {
+      failTask(task, err);
+    }
+    return finishTask(task);
+  }
+
+  private async applyExports(
+    target: Target,
+    items: readonly Export[],
+    deleteContributed: boolean,
+  ): Promise<ItemResult[]> {
+    const present = items.flatMap((e) => (e.state === "present" ? [e.item] : []));
+    const missing = items.flatMap((e) => (e.state === "present" ? [] : [{ id: e.id, state: e.state }]));
+    const [applied, withdrawn] = await Promise.all([
+      applyItems(this.db, target, present),
+      withdrawItems(this.db, target, missing, deleteContributed),
+    ]);
+    return [...applied, ...withdrawn];
+  }
+
+  /**
+   * Moves `changed` in batches: items over the workspace's size limit fail at once, items past the
+   * sync's package budget wait for the next sync, and a batch whose call fails leaves the rest
+   * not processed, with the reason.
+   */
+  private async moveInBatches(
+    task: TaskResult,
+    ctx: SyncContext,
+    changed: readonly OfferEntry[],
+    move: (ids: string[]) => Promise<ItemResult[]>,
+  ) {
+    const maxItem = ctx.config.maxItemSizeInMB * MB;
+    const queue: OfferEntry[] = [];
+    for (const e of changed) {
+      if (e.size > maxItem) {
+        task.failed.push({
+          id: e.id,
+          title: e.title,
+          reason: `its size (${(e.size / MB).toFixed(1)} MB) is over the workspace's maxItemSizeInMB (${ctx.config.maxItemSizeInMB})`,
+        });
+      } else if (e.size > ctx.budget.bytes) {
+        task.notProcessed.push({
+          id: e.id,
+          title: e.title,
+          reason: "the sync reached the workspace's maxReplicationPackageSizeInMB; it moves on the next sync",
+        });
+      } else {
+        ctx.budget.bytes -= e.size;
+        queue.push(e);
+      }
+    }
+    let i = 0;
+    while (i < queue.length) {
+      const batch: OfferEntry[] = [];
+      let bytes = 0;
+      while (
+        i < queue.length &&
+        batch.length < BATCH_ITEMS &&
+        (batch.length === 0 || bytes + (queue[i] as OfferEntry).size <= BATCH_BYTES)
+      ) {
+        const e = queue[i++] as OfferEntry;
+        batch.push(e);
+        bytes += e.size;
+      }
+      try {
+        record(task, await move(batch.map((e) => e.id)));
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        for (const e of [...batch, ...queue.slice(i)])
+          task.notProcessed.push({ id: e.id, title: e.title, reason });
+        throw err;
+      }
+    }
+  }
+
+  private async withdrawInBatches(
+    task: TaskResult,
+    gone: readonly string[],
+    move: (ids: string[]) => Promise<ItemResult[]>,
+  ) {
+    for (let i = 0; i < gone.length; i += BATCH_ITEMS) {
+      const batch = gone.slice(i, i + BATCH_ITEMS);
+      try {
+        record(task, await move(batch));
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        for (const id of gone.slice(i)) task.notProcessed.push({ id, title: id, reason });
+        throw err;
+      }
+    }
+  }
+
+  /** Marks running jobs failed: all of them (`heartbeatBefore` undefined) or those gone silent. */
+  private async failJobs(q: Queryable, reason: string, heartbeatBefore: number | undefined) {
+    const now = Date.now();
+    await this.db.transaction((trx) => {
+      let u = trx
+        .updateTable("sync_jobs")
+        .set({ status: "failed", end_time: now, summary: `Failed: ${reason}` })
+        .where("status", "in", [...RUNNING]);
+      if (heartbeatBefore !== undefined) u = u.where("heartbeat", "<", heartbeatBefore);
+      return u.execute();
+    });
+    void q;
+  }
+
+  /** A job whose heartbeat stopped belonged to a process that died: it fails, freeing the workspace. */
+  async sweepStale(): Promise<void> {
+    await this.failJobs(
+      this.db.kysely,
+      `the sync stopped reporting progress for ${Math.round(this.staleMs / 1000)} s (its process stopped); start a new sync`,
+      Date.now() - this.staleMs,
+    );
+  }
+
+  async status(caller: Caller | null, collaborationId: string, workspaceId: string) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    const rows = await this.db.kysely
+      .selectFrom("sync_jobs")
+      .selectAll()
+      .where("workspace_id", "=", workspaceId)
+      .orderBy("created", "desc")
+      .limit(100)
+      .execute();
+    return { status: rows.map(jobJson) };
+  }
+
+  async statusOf(caller: Caller | null, collaborationId: string, workspaceId: string, syncId: string) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    const row = await this.db.kysely
+      .selectFrom("sync_jobs")
+      .selectAll()
+      .where("id", "=", syncId)
+      .where("workspace_id", "=", workspaceId)
+      .executeTakeFirst();
+    if (!row) throw errors.notFound(`Sync '${syncId}'`);
+    const tasks = JSON.parse(row.results) as TaskResult[];
+    return {
+      ...jobJson(row),
+      participantTasks: tasks.map((t) => ({
+        participantId: t.participantId,
+        portalUrl: t.portalUrl,
+        direction: t.direction,
+        status: t.status,
+        ...(t.error ? { error: t.error } : {}),
+        succeededCount: t.succeeded.length,
+        failedCount: t.failed.length,
+        notProcessedCount: t.notProcessed.length,
+        succeeded: t.succeeded,
+        failed: t.failed,
+        notProcessed: t.notProcessed,
+      })),
+    };
+  }
+
+  // ---------------------------------------------------------------- schedules
+
+  async schedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    const row = await this.db.kysely
+      .selectFrom("sync_schedules")
+      .selectAll()
+      .where("workspace_id", "=", workspaceId)
+      .executeTakeFirst();
+    if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
+    return scheduleJson(row);
+  }
+
+  async updateSchedule(
+    caller: Caller | null,
+    collaborationId: string,
+    workspaceId: string,
+    input: {
+      startTime?: number | undefined;
+      interval?: number | undefined;
+      repeatCount?: number | undefined;
+    },
+  ) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    await this.guestWorkspace(collaborationId, workspaceId);
+    const now = Date.now();
+    await this.db.transaction(async (trx) => {
+      const current = await trx
+        .selectFrom("sync_schedules")
+        .selectAll()
+        .where("workspace_id", "=", workspaceId)
+        .executeTakeFirst();
+      const start = input.startTime ?? current?.start_time ?? now;
+      const intervalMs =
+        input.interval !== undefined ? Math.round(input.interval * 3600_000) : current?.interval_ms;
+      if (intervalMs === undefined) throw errors.missingParameter("interval");
+      const repeat = input.repeatCount ?? current?.repeat_count ?? -1;
+      const row: SyncScheduleTable = {
+        workspace_id: workspaceId,
+        start_time: start,
+        interval_ms: intervalMs,
+        repeat_count: repeat,
+        fired: 0,
+        next_fire: nextFire(start, intervalMs, now),
+        state: current?.state === "paused" ? "paused" : "active",
+        modified: now,
+      };
+      if (current)
+        await trx.updateTable("sync_schedules").set(row).where("workspace_id", "=", workspaceId).execute();
+      else await trx.insertInto("sync_schedules").values(row).execute();
+    });
+    return { success: true };
+  }
+
+  async deleteSchedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    await this.guestWorkspace(collaborationId, workspaceId);
+    await this.db.transaction(async (trx) => {
+      const r = await trx
+        .deleteFrom("sync_schedules")
+        .where("workspace_id", "=", workspaceId)
+        .executeTakeFirst();
+      if (Number(r.numDeletedRows) === 0)
+        throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
+    });
+    return { success: true };
+  }
+
+  async setScheduleState(
+    caller: Caller | null,
+    collaborationId: string,
+    workspaceId: string,
+    state: "active" | "paused",
+  ) {
+    requirePrivilege(caller, "portal:admin:manageCollaborations");
+    await this.guestWorkspace(collaborationId, workspaceId);
+    const now = Date.now();
+    await this.db.transaction(async (trx) => {
+      const row = await trx
+        .selectFrom("sync_schedules")
+        .selectAll()
+        .where("workspace_id", "=", workspaceId)
+        .executeTakeFirst();
+      if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
+      if (row.state === "completed")
+        throw errors.conflict("The schedule has fired its last time; update it to start again.");
+      // Resuming skips the fires missed while paused rather than running them all at once.
+      await trx
+        .updateTable("sync_schedules")
+        .set({
+          state,
+          modified: now,
+          ...(state === "active" ? { next_fire: nextFire(row.start_time, row.interval_ms, now) } : {}),
+        })
+        .where("workspace_id", "=", workspaceId)
+        .execute();
+    });
+    return { success: true };
+  }
+
+  private async guestWorkspace(collaborationId: string, workspaceId: string) {
+    const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
+    if (collab.role !== "guest") {
+      throw new PorticoError(400, "Sync schedules are kept by the collaboration's guests.", "COLLAB_0004", [
+        "Schedule syncs on the guest portal.",
+      ]);
+    }
+    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+  }
+
+  /** Fires due schedules. The conditional update is the claim: one node fires each due time. */
+  private async fireSchedules() {
+    const now = Date.now();
+    const due = await this.db.kysely
+      .selectFrom("sync_schedules as s")
+      .innerJoin("workspaces as w", "w.id", "s.workspace_id")
+      .select([
+        "s.workspace_id",
+        "s.next_fire",
+        "s.fired",
+        "s.repeat_count",
+        "s.start_time",
+        "s.interval_ms",
+        "w.collaboration_id",
+      ])
+      .where("s.state", "=", "active")
+      .where("s.next_fire", "<=", now)
+      .where("s.next_fire", ">=", 0)
+      .execute();
+    for (const s of due) {
+      const fired = s.fired + 1;
+      const last = s.repeat_count >= 0 && fired > s.repeat_count;
+      const claimed = await this.db.transaction(async (trx) => {
+        const r = await trx
+          .updateTable("sync_schedules")
+          .set({
+            fired,
+            next_fire: last ? -1 : nextFire(s.start_time, s.interval_ms, now + 1),
+            state: last ? "completed" : "active",
+            modified: now,
+          })
+          .where("workspace_id", "=", s.workspace_id)
+          .where("next_fire", "=", s.next_fire)
+          .executeTakeFirst();
+        return Number(r.numUpdatedRows) === 1;
+      });
+      if (claimed) await this.startBackground(s.collaboration_id, s.workspace_id, "scheduled");
+    }
+  }
+
+  // ---------------------------------------------------------------- realtime
+
+  /**
+   * Realtime links react to changes of what their group offers: a guest syncs; the host tells the
+   * guests that receive. A fingerprint of the offer (count and newest change) says whether it changed.
+   */
+  private async realtimeCheck(initial: boolean) {
+    const links = await this.db.kysely
+      .selectFrom("workspace_links as l")
+      .innerJoin("workspaces as w", "w.id", "l.workspace_id")
+      .innerJoin("collaborations as c", "c.id", "w.collaboration_id")
+      .select(["l.workspace_id", "l.group_id", "w.collaboration_id", "c.role"])
+      .where("l.realtime", "=", 1)
+      .execute();
+    for (const link of links) {
+      const entries = await offer(this.db.kysely, link.group_id);
+      const print = `${entries.length}:${entries.reduce((m, e) => Math.max(m, e.version), 0)}:${entries.reduce((h, e) => (h * 31 + e.id.charCodeAt(0) + e.version) % 1_000_000_007, 7)}`;
+      const before = this.fingerprints.get(link.workspace_id);
+      this.fingerprints.set(link.workspace_id, print);
+      if (initial || before === print) continue;
+      if (link.role === "guest") {
+        await this.startBackground(link.collaboration_id, link.workspace_id, "realtime");
+      } else {
+        const selfId = await this.collabs.selfId();
+        const modes = (await this.collabs.modesOf(this.db.kysely, [link.workspace_id])).get(
+          link.workspace_id,
+        );
+        if (!sends(modes?.get(selfId))) continue;
+        const guests = await this.db.kysely
+          .selectFrom("collaboration_participants")
+          .selectAll()
+          .where("collaboration_id", "=", link.collaboration_id)
+          .where("role", "=", "guest")
+          .execute();
+        for (const g of guests) {
+          if (receives(modes?.get(g.portal_id)))
+            void this.tell(g.portal_url, link.collaboration_id, g.portal_id, "nudge", {
+              workspaceId: link.workspace_id,
+            });
+        }
+      }
+    }
+  }
+
+  /** A best-effort notice to another portal; the next sync carries the same news if it is lost. */
+  private async tell(
+    url: string,
+    collaborationId: string,
+    to: string,
+    op: string,
+    body: Record<string, unknown>,
+  ) {
+    try {
+      await this.collabs.peers.call(
+        url,
+        { collaborationId, from: await this.collabs.selfId(), to, op, body },
+        10_000,
+      );
+    } catch (err) {
+      this.onError(err, `telling ${url} '${op}' failed; it learns on its next sync`);
+    }
+  }
+
+  // ---------------------------------------------------------------- the peer endpoint
+
+  /** Answers a signed call from another portal of a collaboration. */
+  async answerPeer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
+    const selfId = await this.collabs.selfId();
+    const from = await this.db.kysely
+      .selectFrom("collaboration_participants")
+      .selectAll()
+      .where("collaboration_id", "=", String(envelope.collaborationId))
+      .where("portal_id", "=", String(envelope.from))
+      .executeTakeFirst();
+    const collab = from ? await this.collabs.mustFind(this.db.kysely, envelope.collaborationId) : undefined;
+    if (!from || !collab || from.portal_id === selfId) {
+      throw new PorticoError(
+        403,
+        "This portal does not count the caller as a participant of that collaboration.",
+        "COLLAB_0403",
+        ["The collaboration was deleted, or the caller left or was removed from it."],
+      );
+    }
+    const refusal = await peerRefusal(this.db, envelope, signature, from.public_key, selfId);
+    if (refusal) throw new PorticoError(498, `Peer call refused: ${refusal}.`, "COLLAB_0498", []);
+    const body = envelope.body ?? {};
+    const workspaceId = typeof body.workspaceId === "string" ? body.workspaceId : "";
+    const cid = envelope.collaborationId;
+
+    if (collab.role === "guest") {
+      // What a host tells its guest.
+      if (from.role !== "host")
+        throw new PorticoError(403, "Only the host sends notices to a guest.", "COLLAB_0403", []);
+      if (envelope.op === "ended") {
+        await this.db.transaction(async (trx) => {
+          if (workspaceId) {
+            const ws = await trx
+              .selectFrom("workspaces")
+              .select("id")
+              .where("id", "=", workspaceId)
+              .where("collaboration_id", "=", cid)
+              .executeTakeFirst();
+            if (ws) await this.collabs.dropWorkspaces(trx, cid, [workspaceId]);
+          } else {
+            await this.collabs.dropCollaboration(trx, cid);
+          }
+        });
+        return { success: true };
+      }
+      if (envelope.op === "nudge") {
+        const ws = await this.db.kysely
+          .selectFrom("workspace_links")
+          .select("workspace_id")
+          .where("workspace_id", "=", workspaceId)
+          .executeTakeFirst();
+        if (ws)
+          void this.startBackground(cid, workspaceId, "realtime").catch((err: unknown) =>
+            this.onError(err, "realtime sync failed"),
+          );
+        return { success: true, started: ws !== undefined };
+      }
+      throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a guest answers`);
+    }
+
+    // What a guest asks its host.
+    if (envelope.op === "state")
+      return (await this.hostState(cid, from.portal_id)) as unknown as Record<string, unknown>;
+    if (envelope.op === "left") {
+      await this.db.transaction((trx) => this.collabs.dropGuest(trx, cid, from));
+      return { success: true };
+    }
+    const ws = await this.db.kysely
+      .selectFrom("workspaces")
+      .selectAll()
+      .where("id", "=", workspaceId)
+      .where("collaboration_id", "=", cid)
+      .executeTakeFirst();
+    if (!ws) throw errors.workspaceNotFound(workspaceId);
+    const modes = (await this.collabs.modesOf(this.db.kysely, [workspaceId])).get(workspaceId);
+    const link = await this.db.kysely
+      .selectFrom("workspace_links")
+      .selectAll()
+      .where("workspace_id", "=", workspaceId)
+      .executeTakeFirst();
+    if (!link)
+      throw new PorticoError(400, "The host has no group linked to this workspace.", "COLLAB_0011", [
+        "The host's administrator links one with updatePortalGroupLink.",
+      ]);
+    const hostToGuest = sends(modes?.get(selfId)) && receives(modes?.get(from.portal_id));
+    const guestToHost = sends(modes?.get(from.portal_id)) && receives(modes?.get(selfId));
+    const target = { workspaceId, originPortalId: from.portal_id, groupId: link.group_id };
+    const ids = Array.isArray(body.ids) ? (body.ids as unknown[]).map(String).slice(0, BATCH_ITEMS) : [];
+    switch (envelope.op) {
+      case "offer":
+        if (!hostToGuest) throw modeRefused("receive from");
+        return { items: await offer(this.db.kysely, link.group_id) };
+      case "export":
+        if (!hostToGuest) throw modeRefused("receive from");
+        return { items: await exportItems(this.db.kysely, link.group_id, ids) };
+      case "holdings":
+        if (!guestToHost) throw modeRefused("send to");
+        return { holdings: await holdings(this.db.kysely, workspaceId, from.portal_id) };
+      case "apply": {
+        if (!guestToHost) throw modeRefused("send to");
+        const config = JSON.parse(ws.config) as WorkspaceConfig;
+        const items = (Array.isArray(body.items) ? body.items : []) as ItemPackage[];
+        const tooBig = items.filter((i) => Number(i.size) > config.maxItemSizeInMB * MB);
+        const fits = items.filter((i) => !tooBig.includes(i));
+        const results = await applyItems(this.db, target, fits);
+        for (const i of tooBig)
+          results.push({
+            id: i.id,
+            title: i.title,
+            ok: false,
+            reason: `over the workspace's maxItemSizeInMB (${config.maxItemSizeInMB})`,
+          });
+        return { results };
+      }
+      case "withdraw": {
+        if (!guestToHost) throw modeRefused("send to");
+        const gone = (Array.isArray(body.gone) ? body.gone : []) as {
+          id: string;
+          state: "deleted" | "unshared";
+        }[];
+        return {
+          results: await withdrawItems(
+            this.db,
+            target,
+            gone.map((g) => ({ id: String(g.id), state: g.state === "deleted" ? "deleted" : "unshared" })),
+            from.delete_contributed === 1,
+          ),
+        };
+      }
+      default:
+        throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a host answers`);
+    }
+  }
+
+  private async hostState(collaborationId: string, guestId: string): Promise<HostState> {
+    const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
+    const workspaces = await this.db.kysely
+      .selectFrom("workspaces")
+      .selectAll()
+      .where("collaboration_id", "=", collaborationId)
+      .execute();
+    const modes = await this.collabs.modesOf(
+      this.db.kysely,
+      workspaces.map((w) => w.id),
+    );
+    const participants = await this.db.kysely
+      .selectFrom("collaboration_participants")
+      .selectAll()
+      .where("collaboration_id", "=", collaborationId)
+      .execute();
+    return {
+      collaboration: { id: collab.id, name: collab.name, description: collab.description },
+      // A guest sees the workspaces it was given an access mode in.
+      workspaces: workspaces
+        .filter((w) => modes.get(w.id)?.has(guestId))
+        .map((w) => ({
+          id: w.id,
+          name: w.name,
+          description: w.description,
+          config: JSON.parse(w.config) as WorkspaceConfig,
+          modes: Object.fromEntries(modes.get(w.id) ?? []),
+        })),
+      participants: participants
+        .filter((p) => p.role === "host" || p.portal_id === guestId)
+        .map((p) => ({
+          portalId: p.portal_id,
+          role: p.role,
+          portalUrl: p.portal_url,
+          portalName: p.portal_name,
+          deleteContributed: p.delete_contributed === 1,
+          deleteReceived: p.delete_received === 1,
+        })),
+    };
+  }
+}
+
+interface Target {
+  workspaceId: string;
+  originPortalId: string;
+  groupId: string;
+}
+
+interface SyncContext {
+  collaborationId: string;
+  workspaceId: string;
+  groupId: string;
+  selfId: string;
+  host: { portal_id: string; portal_url: string; delete_contributed: number };
+  config: WorkspaceConfig;
+  budget: { bytes: number };
+}
+
+class JobFailed extends Error {}
+
+function modeRefused(what: string) {
+  return new PorticoError(
+    403,
+    `The workspace's access modes do not let this participant ${what} the host.`,
+    "COLLAB_0012",
+    [],
+  );
+}
+
+function newTask(participantId: string, portalUrl: string, direction: "receive" | "send"): TaskResult {
+  return {
+    participantId,
+    portalUrl,
+    direction,
+    status: "completed",
+    succeeded: [],
+    failed: [],
+    notProcessed: [],
+  };
+}
+
+function record(task: TaskResult, results: readonly ItemResult[]) {
+  for (const r of results) {
+    if (r.ok) task.succeeded.push({ id: r.id, title: r.title, ...(r.action ? { action: r.action } : {}) });
+    else task.failed.push({ id: r.id, title: r.title, reason: r.reason ?? "failed" });
+  }
+}
+
+function failTask(task: TaskResult, err: unknown) {
+  task.status = "failed";
+  task.error = err instanceof Error ? err.message : String(err);
+}
+
+function finishTask(task: TaskResult): TaskResult {
+  if (task.status !== "failed" && (task.failed.length > 0 || task.notProcessed.length > 0))
+    task.status = "completed_with_failures";
+  return task;
+}
+
+function summarize(tasks: readonly TaskResult[]): string {
+  return tasks
+    .map(
+      (t) =>
+        `${t.direction === "receive" ? "from" : "to"} ${t.portalUrl}: ${t.succeeded.length} succeeded, ${t.failed.length} failed, ${t.notProcessed.length} not processed${t.error ? ` (${t.error})` : ""}`,
+    )
+    .join("; ");
+}
+
+function jobJson(row: SyncJobTable) {
+  return {
+    syncId: row.id,
+    syncExecType: row.exec_type,
+    startTime: row.start_time,
+    endTime: row.end_time,
+    status: row.status,
+    summary: row.summary,
+  };
+}
+
+function scheduleJson(row: SyncScheduleTable) {
+  return {
+    workspaceId: row.workspace_id,
+    startTime: row.start_time,
+    interval: row.interval_ms / 3600_000,
+    repeatCount: row.repeat_count,
+    fired: row.fired,
+    nextFireTime: row.next_fire,
+    state: row.state,
+  };
+}
+
+/** The first fire time at or after `now`: start, start + interval, ... */
+function nextFire(start: number, intervalMs: number, now: number): number {
+  if (now <= start) return start;
+  const k = Math.ceil((now - start) / intervalMs);
+  return start + k * intervalMs;
+}

@@ -1,0 +1,586 @@
+import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
+import type { PeerEnvelope } from "../../collaboration/peer.js";
+import type { AccessMode } from "../../db/schema.js";
+import { errors, PorticoError } from "../../errors.js";
+import { httpUrlProblem } from "../../outbound/guard.js";
+import { type JsonSchema, p } from "../../validation/params.js";
+import { defineRoute, type UploadedFile } from "../pipeline.js";
+import { RawBody } from "../render.js";
+
+/**
+ * Distributed collaboration, `wire.md` §8. Every operation needs
+ * `portal:admin:manageCollaborations` (administrators); which side may call it (host or guest)
+ * the service checks. `/portico/peer/<op>` is where portals call each other, with signed
+ * envelopes instead of tokens.
+ */
+
+const PRIVILEGE = "portal:admin:manageCollaborations" as const;
+const base = "/portals/:portalId/collaborations/:collaborationId";
+const ws = `${base}/workspaces/:workspaceId`;
+const MODES = ["send", "receive", "sendAndReceive"] as const;
+/** Signed files are small; this bounds what is parsed. */
+const MAX_FILE_CHARS = 1024 * 1024;
+
+const CONFIG_SCHEMA: JsonSchema = {
+  type: "object",
+  properties: {
+    maxItemSizeInMB: { type: "number", exclusiveMinimum: 0, maximum: 1024 },
+    maxReplicationPackageSizeInMB: { type: "number", exclusiveMinimum: 0, maximum: 102400 },
+    bidirectionalSyncCapable: { type: "boolean" },
+  },
+  additionalProperties: false,
+};
+
+const MODE_MAP: JsonSchema = { type: "object", additionalProperties: { enum: [...MODES] } };
+/** `[{"<wid>":"send"}]` as the public API sends it, or one object. */
+const modesParam = (required: boolean) =>
+  p.json<Record<string, AccessMode> | Record<string, AccessMode>[], boolean>(
+    { anyOf: [MODE_MAP, { type: "array", maxItems: 100, items: MODE_MAP }] },
+    { required },
+  );
+
+function modeMap(
+  value: Record<string, AccessMode> | Record<string, AccessMode>[],
+): Record<string, AccessMode> {
+  return Array.isArray(value) ? Object.assign({}, ...value) : value;
+}
+
+const contactParams = (prefix: "host" | "guest") => ({
+  [`${prefix}ContactFirstname`]: p.string({ maxLength: 128 }),
+  [`${prefix}ContactLastname`]: p.string({ maxLength: 128 }),
+  [`${prefix}ContactEmailAddress`]: p.string({ maxLength: 256 }),
+});
+
+function contactOf(params: Record<string, unknown>, prefix: "host" | "guest"): Contact {
+  return {
+    firstName: String(params[`${prefix}ContactFirstname`] ?? ""),
+    lastName: String(params[`${prefix}ContactLastname`] ?? ""),
+    email: String(params[`${prefix}ContactEmailAddress`] ?? ""),
+  };
+}
+
+/** A signed file, sent as text in `textParam` or uploaded as `fileParam`. */
+function fileText(
+  text: string | undefined,
+  files: Record<string, UploadedFile>,
+  textParam: string,
+  fileParam: string,
+): { text: string; param: string } {
+  const file = files[fileParam];
+  if (file) {
+    if (file.data.length > MAX_FILE_CHARS)
+      throw errors.invalidParameter(fileParam, "is larger than 1 MB; it is not a collaboration file");
+    return { text: file.data.toString("utf8"), param: fileParam };
+  }
+  if (text !== undefined) return { text, param: textParam };
+  throw new PorticoError(400, `Missing required parameter '${textParam}'.`, "PARAM_0001", [
+    `Send the file's text as '${textParam}' or upload the file as '${fileParam}'.`,
+  ]);
+}
+
+const fileName = (kind: string, id: string) => `${kind}-${id}.json`;
+const json = (text: string, filename: string) =>
+  new RawBody("application/json; charset=utf-8", Buffer.from(text), filename, "attachment");
+
+const workspaceFields = {
+  collaborationWorkspaceName: p.string({ maxLength: 100, minLength: 1 }),
+  collaborationWorkspaceDescription: p.string({ maxLength: 250 }),
+  config: p.json<Partial<WorkspaceConfig>>(CONFIG_SCHEMA),
+};
+
+export const collaborationRoutes = [
+  defineRoute({
+    name: "collaborations.create",
+    methods: ["POST"],
+    path: "/portals/:portalId/createCollaboration",
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      name: p.string({ required: true, minLength: 1, maxLength: 100 }),
+      description: p.string({ maxLength: 250 }),
+      workspaceName: p.string({ required: true, minLength: 1, maxLength: 100 }),
+      workspaceDescription: p.string({ maxLength: 250 }),
+      portalGroupId: p.string({ maxLength: 64 }),
+      accessMode: p.string({ enum: MODES }),
+      config: p.json<Partial<WorkspaceConfig>>(CONFIG_SCHEMA),
+      ...contactParams("host"),
+    },
+    handler: async ({ params, caller, services }) =>
+      services.collaborations.create(caller, {
+        name: params.name,
+        description: params.description ?? "",
+        workspace: {
+          name: params.workspaceName,
+          description: params.workspaceDescription ?? "",
+          portalGroupId: params.portalGroupId,
+          accessMode: params.accessMode as AccessMode | undefined,
+          config: params.config,
+        },
+        contact: contactOf(params, "host"),
+      }),
+  }),
+  defineRoute({
+    name: "collaborations.list",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/collaborations",
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ caller, services }) => services.collaborations.list(caller),
+  }),
+  ...(["validateCollaborationInvitation", "acceptCollaborationInvitation"] as const).map((op) =>
+    defineRoute({
+      name: `collaborations.${op}`,
+      methods: ["POST"],
+      path: `/portals/:portalId/${op}`,
+      auth: "required",
+      privilege: PRIVILEGE,
+      params: { invitationJSON: p.string({ maxLength: MAX_FILE_CHARS }), ...contactParams("guest") },
+      handler: async ({ params, files, caller, services }) => {
+        const { text, param } = fileText(params.invitationJSON, files, "invitationJSON", "invitationFile");
+        return op === "validateCollaborationInvitation"
+          ? services.collaborations.validateInvitation(caller, text, param)
+          : services.collaborations.acceptInvitation(caller, text, param, contactOf(params, "guest"));
+      },
+    }),
+  ),
+  defineRoute({
+    name: "collaborations.get",
+    methods: ["GET", "POST"],
+    path: base,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.get(caller, path.collaborationId as string),
+  }),
+  defineRoute({
+    name: "collaborations.updateInfo",
+    methods: ["POST"],
+    path: `${base}/updateInfo`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
+    handler: async ({ params, path, caller, services }) =>
+      services.collaborations.updateInfo(caller, path.collaborationId as string, params),
+  }),
+  defineRoute({
+    name: "collaborations.delete",
+    methods: ["POST"],
+    path: `${base}/delete`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.delete(caller, path.collaborationId as string),
+  }),
+  defineRoute({
+    name: "collaborations.removeParticipation",
+    // `interface.md` §4.0 lists GET; requests are shown as POST. Both are accepted.
+    methods: ["GET", "POST"],
+    path: `${base}/removeParticipation`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.removeParticipation(caller, path.collaborationId as string),
+  }),
+  defineRoute({
+    name: "collaborations.inviteParticipant",
+    methods: ["POST"],
+    path: `${base}/inviteParticipant`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      guestPortalUrl: p.string({ required: true, maxLength: 2048, check: httpUrlProblem }),
+      collaborationWorkspacesParticipantConfigJSON: modesParam(true),
+      expiration: p.integer({ min: 1, max: 8760 }),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const cid = path.collaborationId as string;
+      const { id, text } = await services.collaborations.invite(caller, cid, {
+        guestPortalUrl: params.guestPortalUrl,
+        workspaces: modeMap(
+          params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>,
+        ),
+        expirationHours: params.expiration ?? 72,
+      });
+      return json(text, fileName("collaboration-invitation", id));
+    },
+  }),
+  defineRoute({
+    name: "collaborations.invitations",
+    methods: ["GET", "POST"],
+    path: `${base}/invitations`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.invitations(caller, path.collaborationId as string),
+  }),
+  defineRoute({
+    name: "collaborations.invitations.invalidate",
+    methods: ["POST"],
+    path: `${base}/invitations/:invitationId/invalidate`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.invalidateInvitation(
+        caller,
+        path.collaborationId as string,
+        path.invitationId as string,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.invitations.refresh",
+    methods: ["POST"],
+    path: `${base}/invitations/:invitationId/refresh`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { expiration: p.integer({ min: 1, max: 8760 }) },
+    handler: async ({ params, path, caller, services }) => {
+      const { id, text } = await services.collaborations.refreshInvitation(
+        caller,
+        path.collaborationId as string,
+        path.invitationId as string,
+        params.expiration ?? 72,
+      );
+      return json(text, fileName("collaboration-invitation", id));
+    },
+  }),
+  defineRoute({
+    name: "collaborations.exportInvitationResponse",
+    methods: ["GET", "POST"],
+    path: `${base}/exportInvitationResponse`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      const cid = path.collaborationId as string;
+      return json(
+        await services.collaborations.exportResponse(caller, cid),
+        fileName("collaboration-response", cid),
+      );
+    },
+  }),
+  ...(["validateInvitationResponse", "importInvitationResponse"] as const).map((op) =>
+    defineRoute({
+      name: `collaborations.${op}`,
+      methods: ["POST"],
+      path: `${base}/${op}`,
+      auth: "required",
+      privilege: PRIVILEGE,
+      params: { invitationResponseJSON: p.string({ maxLength: MAX_FILE_CHARS }) },
+      handler: async ({ params, files, path, caller, services }) => {
+        const { text, param } = fileText(
+          params.invitationResponseJSON,
+          files,
+          "invitationResponseJSON",
+          "invitationResponseFile",
+        );
+        const cid = path.collaborationId as string;
+        return op === "validateInvitationResponse"
+          ? services.collaborations.validateResponse(caller, cid, text, param)
+          : services.collaborations.importResponse(caller, cid, text, param);
+      },
+    }),
+  ),
+  defineRoute({
+    name: "collaborations.participants",
+    methods: ["GET", "POST"],
+    path: `${base}/participants`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.participants(caller, path.collaborationId as string),
+  }),
+  defineRoute({
+    name: "collaborations.participant",
+    methods: ["GET", "POST"],
+    path: `${base}/participants/:participantId`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.participant(
+        caller,
+        path.collaborationId as string,
+        path.participantId as string,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.participant.updateAccessModes",
+    methods: ["POST"],
+    path: `${base}/participants/:participantId/updateParticipantAccessModes`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { collaborationWorkspacesParticipantConfigJSON: modesParam(true) },
+    handler: async ({ params, path, caller, services }) =>
+      services.collaborations.updateAccessModes(
+        caller,
+        path.collaborationId as string,
+        path.participantId as string,
+        modeMap(params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>),
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.participant.updateItemDeletePolicy",
+    methods: ["POST"],
+    path: `${base}/participants/:participantId/updateItemDeletePolicy`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { deleteContributedItems: p.boolean(), deleteReceivedItems: p.boolean() },
+    handler: async ({ params, path, caller, services }) => {
+      if (params.deleteContributedItems === undefined && params.deleteReceivedItems === undefined) {
+        throw errors.missingParameter("deleteContributedItems");
+      }
+      return services.collaborations.updateDeletePolicy(
+        caller,
+        path.collaborationId as string,
+        path.participantId as string,
+        params,
+      );
+    },
+  }),
+  defineRoute({
+    name: "collaborations.participant.remove",
+    methods: ["POST"],
+    path: `${base}/participants/:participantId/remove`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.removeParticipant(
+        caller,
+        path.collaborationId as string,
+        path.participantId as string,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.addWorkspace",
+    methods: ["POST"],
+    path: `${base}/addWorkspace`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      ...workspaceFields,
+      collaborationWorkspaceName: p.string({ required: true, minLength: 1, maxLength: 100 }),
+      portalGroupId: p.string({ maxLength: 64 }),
+      accessMode: p.string({ enum: MODES }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.collaborations.addWorkspace(caller, path.collaborationId as string, {
+        name: params.collaborationWorkspaceName,
+        description: params.collaborationWorkspaceDescription ?? "",
+        portalGroupId: params.portalGroupId,
+        accessMode: params.accessMode as AccessMode | undefined,
+        config: params.config,
+      }),
+  }),
+  defineRoute({
+    name: "collaborations.workspaces",
+    methods: ["GET", "POST"],
+    path: `${base}/workspaces`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.workspaces(caller, path.collaborationId as string),
+  }),
+  defineRoute({
+    name: "collaborations.workspace",
+    methods: ["GET", "POST"],
+    path: ws,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.workspace(caller, path.collaborationId as string, path.workspaceId as string),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.updateInfo",
+    methods: ["POST"],
+    path: `${ws}/updateInfo`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: workspaceFields,
+    handler: async ({ params, path, caller, services }) =>
+      services.collaborations.updateWorkspaceInfo(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+        {
+          name: params.collaborationWorkspaceName,
+          description: params.collaborationWorkspaceDescription,
+          config: params.config,
+        },
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.updatePortalGroupLink",
+    methods: ["POST"],
+    path: `${ws}/updatePortalGroupLink`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      portalGroupId: p.string({ maxLength: 64 }),
+      enableRealtimeSync: p.boolean(),
+      copyFeatureServiceData: p.boolean(),
+      copyByRefIfCopyFail: p.boolean(),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.collaborations.updateGroupLink(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+        params,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.removePortalGroupLink",
+    methods: ["POST"],
+    path: `${ws}/removePortalGroupLink`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.removeGroupLink(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.delete",
+    methods: ["POST"],
+    path: `${ws}/delete`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.collaborations.deleteWorkspace(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.sync",
+    methods: ["POST"],
+    path: `${ws}/sync`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: { async: p.boolean() },
+    handler: async ({ params, path, caller, services }) =>
+      services.sync.requestSync(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+        params.async !== true,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.syncStatus",
+    methods: ["GET", "POST"],
+    path: `${ws}/syncStatus`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.sync.status(caller, path.collaborationId as string, path.workspaceId as string),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.syncStatus.one",
+    methods: ["GET", "POST"],
+    path: `${ws}/syncStatus/:syncId`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.sync.statusOf(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+        path.syncId as string,
+      ),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.schedule",
+    methods: ["GET", "POST"],
+    path: `${ws}/schedule`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.sync.schedule(caller, path.collaborationId as string, path.workspaceId as string),
+  }),
+  defineRoute({
+    name: "collaborations.workspace.schedule.update",
+    methods: ["POST"],
+    path: `${ws}/schedule/update`,
+    auth: "required",
+    privilege: PRIVILEGE,
+    params: {
+      startTime: p.integer({ min: 0 }),
+      // Hours; fractions are accepted (0.5 is every 30 minutes), down to one second.
+      interval: p.number({ min: 1 / 3600, max: 24 * 365 }),
+      repeatCount: p.integer({ min: 0, max: 1_000_000, also: [-1] }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.sync.updateSchedule(
+        caller,
+        path.collaborationId as string,
+        path.workspaceId as string,
+        params,
+      ),
+  }),
+  ...(["delete", "pause", "resume"] as const).map((op) =>
+    defineRoute({
+      name: `collaborations.workspace.schedule.${op}`,
+      methods: ["POST"],
+      path: `${ws}/schedule/${op}`,
+      auth: "required",
+      privilege: PRIVILEGE,
+      params: {},
+      handler: async ({ path, caller, services }) => {
+        const cid = path.collaborationId as string;
+        const wid = path.workspaceId as string;
+        if (op === "delete") return services.sync.deleteSchedule(caller, cid, wid);
+        return services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
+      },
+    }),
+  ),
+  defineRoute({
+    name: "collaborations.peer",
+    methods: ["POST"],
+    path: "/portico/peer/:op",
+    // Portals authenticate each other with signed envelopes (checked by the sync engine), not tokens.
+    auth: "none",
+    params: {
+      envelope: p.json<PeerEnvelope, true>(
+        {
+          type: "object",
+          properties: {
+            collaborationId: { type: "string" },
+            from: { type: "string" },
+            to: { type: "string" },
+            op: { type: "string" },
+            issued: { type: "number" },
+            nonce: { type: "string" },
+            body: { type: "object" },
+          },
+          required: ["collaborationId", "from", "to", "op", "issued", "nonce", "body"],
+        },
+        { required: true },
+      ),
+      signature: p.string({ required: true, maxLength: 200 }),
+    },
+    handler: async ({ params, path, services }) => {
+      if (params.envelope.op !== path.op)
+        throw errors.invalidParameter("envelope", "names another operation than the URL");
+      return services.sync.answerPeer(params.envelope, params.signature);
+    },
+  }),
+];
