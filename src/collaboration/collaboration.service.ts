@@ -1202,6 +1202,7 @@ export class CollaborationService {
       ids,
       () => guest.delete_contributed === 1 || self.delete_received === 1,
       guest.portal_id,
+      true,
     );
     if (ids.length > 0)
       await trx

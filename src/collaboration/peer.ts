@@ -34,6 +34,7 @@ export class PeerCallFailed extends Error {
     message: string,
     /** The callee's error code when it answered with one (for example 403 for a removed guest). */
     readonly code?: number,
+    readonly messageCode?: string,
   ) {
     super(message);
     this.name = "PeerCallFailed";
@@ -133,10 +134,16 @@ export class PeerClient {
     } catch {
       throw new PeerCallFailed(`${portalUrl} answered ${envelope.op} with HTTP ${status} and no JSON`);
     }
-    const error = answer.error as { code?: number; message?: string; details?: string[] } | undefined;
+    const error = answer.error as
+      | { code?: number; messageCode?: string; message?: string; details?: string[] }
+      | undefined;
     if (error) {
       const details = error.details?.length ? ` (${error.details.join(" ")})` : "";
-      throw new PeerCallFailed(`${portalUrl}: ${error.message ?? "error"}${details}`, error.code);
+      throw new PeerCallFailed(
+        `${portalUrl}: ${error.message ?? "error"}${details}`,
+        error.code,
+        error.messageCode,
+      );
     }
     return answer as T;
   }

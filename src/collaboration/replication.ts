@@ -83,11 +83,13 @@ export async function offer(q: Queryable, groupId: string): Promise<OfferEntry[]
 }
 
 export async function holdings(q: Queryable, workspaceId: string, originPortalId: string): Promise<Holdings> {
+  // A copy whose item was deleted here is not held: the next sync brings it again.
   const rows = await q
-    .selectFrom("collaboration_copies")
-    .select(["origin_item_id", "origin_version"])
-    .where("workspace_id", "=", workspaceId)
-    .where("origin_portal_id", "=", originPortalId)
+    .selectFrom("collaboration_copies as c")
+    .innerJoin("items as i", "i.id", "c.item_id")
+    .select(["c.origin_item_id", "c.origin_version"])
+    .where("c.workspace_id", "=", workspaceId)
+    .where("c.origin_portal_id", "=", originPortalId)
     .execute();
   return Object.fromEntries(rows.map((r) => [r.origin_item_id, Number(r.origin_version)]));
 }
@@ -438,14 +440,17 @@ async function unshareFrom(
 
 /**
  * Ends what this portal holds for a workspace (or for one origin in it) when replication ends:
- * the copies are deleted when `deleteItems`, else they stay as this portal's own items. Either way
- * they are no longer copies.
+ * the copies are deleted when `deleteItems` (protected items excepted), else they stay as this
+ * portal's own items. Either way they are no longer copies. With `leaveGroup`, kept items also
+ * leave the linked group: the workspace goes on, and what was a copy must not be offered as this
+ * portal's own item to the others.
  */
 export async function releaseCopies(
   trx: Queryable,
   workspaceIds: readonly string[],
   deleteItems: (originPortalId: string) => boolean,
   originPortalId?: string,
+  leaveGroup = false,
 ): Promise<number> {
   if (workspaceIds.length === 0) return 0;
   let q = trx
@@ -456,18 +461,27 @@ export async function releaseCopies(
   const copies = await q.execute();
   let deleted = 0;
   for (const copy of copies) {
-    if (deleteItems(copy.origin_portal_id)) {
-      const item = await findItem(trx, copy.item_id);
-      if (item) {
-        await deleteItem(trx, item.id);
-        await recordEvent(trx, {
-          source: "item",
-          operation: "delete",
-          objectId: item.id,
-          actor: { id: item.owner_id, username: item.owner },
+    const item = await findItem(trx, copy.item_id);
+    if (item && deleteItems(copy.origin_portal_id) && item.protected !== 1) {
+      await deleteItem(trx, item.id);
+      await recordEvent(trx, {
+        source: "item",
+        operation: "delete",
+        objectId: item.id,
+        actor: { id: item.owner_id, username: item.owner },
+      });
+      deleted++;
+    } else if (item && leaveGroup) {
+      const link = await trx
+        .selectFrom("workspace_links")
+        .select("group_id")
+        .where("workspace_id", "=", copy.workspace_id)
+        .executeTakeFirst();
+      if (link)
+        await unshareFrom(trx, item.id, item.type, link.group_id, {
+          id: item.owner_id,
+          username: item.owner,
         });
-        deleted++;
-      }
     }
     await trx
       .deleteFrom("collaboration_copies")

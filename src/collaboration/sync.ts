@@ -1,5 +1,5 @@
 import { type Caller, requirePrivilege } from "../auth/caller.js";
-import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
+import { type Db, isUniqueViolation } from "../db/database.js";
 import type { AccessMode, SyncJobTable, SyncScheduleTable } from "../db/schema.js";
 import { errors, PorticoError } from "../errors.js";
 import { newId } from "../ids.js";
@@ -38,11 +38,20 @@ import {
  * whose process dies leaves no files behind, and the next sync resumes from what was stored.
  */
 
+/** What a host answers a guest it no longer counts (removed, left, collaboration deleted). */
+const ENDED = "COLLAB_0410";
+/** What a host answers a portal it does not know (yet): its response was not imported. */
+const NOT_PARTICIPANT = "COLLAB_0403";
 const RUNNING: readonly SyncJobTable["status"][] = ["submitted", "started", "in_progress"];
 /** Items per peer call, and bytes of data per call. */
 const BATCH_ITEMS = 100;
 const BATCH_BYTES = 16 * 1024 * 1024;
 const MB = 1024 * 1024;
+/**
+ * Largest item data a sync moves: items travel base64-encoded in JSON, and a request may be at
+ * most 110 MB (the server's body limit), so larger items are reported failed rather than sent.
+ */
+const MAX_TRANSPORT_BYTES = 64 * MB;
 /** Debounce of realtime triggers: changes within this window make one sync. */
 const REALTIME_DELAY_MS = 500;
 
@@ -101,11 +110,7 @@ export class SyncEngine {
   async start(): Promise<void> {
     if (this.db.engine === "sqlite") {
       // One process owns an SQLite store: a job still marked running was cut off by a stop.
-      await this.failJobs(
-        this.db.kysely,
-        "the portal stopped while the sync ran; start a new sync",
-        undefined,
-      );
+      await this.failJobs("the portal stopped while the sync ran; start a new sync", undefined);
     }
     await this.sweepStale();
     await this.realtimeCheck(true);
@@ -161,7 +166,7 @@ export class SyncEngine {
         [`Wait for sync ${job.id} to finish; follow it at syncStatus/${job.id}.`],
       );
     }
-    const done = this.launch(job, collaborationId, workspaceId, "manual");
+    const done = this.launch(job, collaborationId, workspaceId);
     if (wait) {
       await done;
       const row = await this.db.kysely
@@ -222,12 +227,7 @@ export class SyncEngine {
     }
   }
 
-  private launch(
-    jobId: string,
-    collaborationId: string,
-    workspaceId: string,
-    execType: ExecType,
-  ): Promise<void> {
+  private launch(jobId: string, collaborationId: string, workspaceId: string): Promise<void> {
     const run = this.run(jobId, collaborationId, workspaceId)
       .catch((err: unknown) => this.onError(err, `sync ${jobId} failed`))
       .finally(() => {
@@ -239,7 +239,6 @@ export class SyncEngine {
         }
       });
     this.running.set(jobId, run);
-    void execType;
     return run;
   }
 
@@ -253,7 +252,8 @@ export class SyncEngine {
         setTimeout(() => this.retryDeferred(collaborationId, workspaceId), 2000).unref();
       return;
     }
-    await this.launch(job, collaborationId, workspaceId, execType);
+    // Not awaited: a schedule tick or realtime check starts syncs and goes on.
+    void this.launch(job, collaborationId, workspaceId);
   }
 
   private isLocal(jobId: string) {
@@ -269,23 +269,29 @@ export class SyncEngine {
     );
   }
 
-  private async setJob(jobId: string, patch: Partial<SyncJobTable>) {
-    await this.db.transaction((trx) =>
+  /** Updates a running job; false when it is no longer running. */
+  private async setJob(jobId: string, patch: Partial<SyncJobTable>): Promise<boolean> {
+    const r = await this.db.transaction((trx) =>
       trx
         .updateTable("sync_jobs")
         .set(patch)
         .where("id", "=", jobId)
         .where("status", "in", [...RUNNING])
-        .execute(),
+        .executeTakeFirst(),
     );
+    return Number(r.numUpdatedRows) > 0;
   }
 
   private async run(jobId: string, collaborationId: string, workspaceId: string): Promise<void> {
+    const lost = { value: false };
     const heartbeat = setInterval(
       () => {
-        this.setJob(jobId, { heartbeat: Date.now() }).catch((err: unknown) =>
-          this.onError(err, "sync heartbeat failed"),
-        );
+        this.setJob(jobId, { heartbeat: Date.now() })
+          .then((updated) => {
+            // Marked failed meanwhile (judged dead after a long stall): stop, a new sync may run.
+            if (!updated) lost.value = true;
+          })
+          .catch((err: unknown) => this.onError(err, "sync heartbeat failed"));
       },
       Math.max(500, Math.floor(this.staleMs / 4)),
     );
@@ -299,10 +305,15 @@ export class SyncEngine {
         summary: "Started.",
       });
       const selfId = await this.collabs.selfId();
-      const host = await this.hostOf(collaborationId);
       // The host's view wins: modes, workspaces, policies, and whether this portal still takes part.
-      const state = await this.call<HostState>(host, collaborationId, "state", {});
+      const state = await this.call<HostState>(
+        await this.hostOf(collaborationId),
+        collaborationId,
+        "state",
+        {},
+      );
       const still = await this.applyHostState(collaborationId, state);
+      const host = await this.hostOf(collaborationId).catch(() => undefined);
       const workspace = still
         ? await this.db.kysely
             .selectFrom("workspaces")
@@ -310,7 +321,7 @@ export class SyncEngine {
             .where("id", "=", workspaceId)
             .executeTakeFirst()
         : undefined;
-      if (!workspace)
+      if (!workspace || !host)
         throw new JobFailed("the workspace was deleted by the host; replication through it has ended");
       const link = await this.db.kysely
         .selectFrom("workspace_links")
@@ -327,7 +338,16 @@ export class SyncEngine {
       const config = JSON.parse(workspace.config) as WorkspaceConfig;
       const budget = { bytes: config.maxReplicationPackageSizeInMB * MB };
       await this.setJob(jobId, { status: "in_progress", summary: "Moving items." });
-      const ctx = { collaborationId, workspaceId, groupId: link.group_id, selfId, host, config, budget };
+      const ctx = {
+        collaborationId,
+        workspaceId,
+        groupId: link.group_id,
+        selfId,
+        host,
+        config,
+        budget,
+        lost,
+      };
       if (sends(modes.get(host.portal_id)) && receives(modes.get(selfId)))
         tasks.push(await this.receive(ctx));
       if (sends(modes.get(selfId)) && receives(modes.get(host.portal_id))) tasks.push(await this.send(ctx));
@@ -416,19 +436,13 @@ export class SyncEngine {
         body,
       });
     } catch (err) {
-      if (err instanceof PeerCallFailed && err.code === 403 && op === "state") {
-        const self = await this.db.kysely
-          .selectFrom("collaboration_participants")
-          .select("status")
-          .where("collaboration_id", "=", collaborationId)
-          .where("portal_id", "=", await this.collabs.selfId())
-          .executeTakeFirst();
-        if (self?.status === "pending") {
-          throw new JobFailed("the host has not imported this portal's invitation response yet");
-        }
-        // The host no longer counts this portal as a participant: replication has ended.
+      if (err instanceof PeerCallFailed && err.messageCode === ENDED) {
+        // The host deleted the collaboration or removed this portal: replication has ended here too.
         await this.db.transaction((trx) => this.collabs.dropCollaboration(trx, collaborationId));
         throw new JobFailed(`the host ended this portal's participation (${err.message})`);
+      }
+      if (err instanceof PeerCallFailed && err.messageCode === NOT_PARTICIPANT) {
+        throw new JobFailed("the host has not imported this portal's invitation response yet");
       }
       throw err;
     }
@@ -539,7 +553,7 @@ export class SyncEngine {
         });
         return this.applyExports(target, items, deleteContributed);
       });
-      await this.withdrawInBatches(task, gone, async (ids) => {
+      await this.withdrawInBatches(task, ctx, gone, async (ids) => {
         const { items } = await this.call<{ items: Export[] }>(ctx.host, ctx.collaborationId, "export", {
           workspaceId: ctx.workspaceId,
           ids,
@@ -585,7 +599,7 @@ export class SyncEngine {
         }
         return results;
       });
-      await this.withdrawInBatches(task, gone, async (ids) => {
+      await this.withdrawInBatches(task, ctx, gone, async (ids) => {
         const exports = await exportItems(this.db.kysely, ctx.groupId, ids);
         const states = exports.map((e) => ({
           id: e.id,
@@ -628,14 +642,17 @@ export class SyncEngine {
     changed: readonly OfferEntry[],
     move: (ids: string[]) => Promise<ItemResult[]>,
   ) {
-    const maxItem = ctx.config.maxItemSizeInMB * MB;
+    const maxItem = Math.min(ctx.config.maxItemSizeInMB * MB, MAX_TRANSPORT_BYTES);
     const queue: OfferEntry[] = [];
     for (const e of changed) {
       if (e.size > maxItem) {
         task.failed.push({
           id: e.id,
           title: e.title,
-          reason: `its size (${(e.size / MB).toFixed(1)} MB) is over the workspace's maxItemSizeInMB (${ctx.config.maxItemSizeInMB})`,
+          reason:
+            e.size > MAX_TRANSPORT_BYTES
+              ? `its size (${(e.size / MB).toFixed(1)} MB) is over what one peer call carries (${MAX_TRANSPORT_BYTES / MB} MB)`
+              : `its size (${(e.size / MB).toFixed(1)} MB) is over the workspace's maxItemSizeInMB (${ctx.config.maxItemSizeInMB})`,
         });
       } else if (e.size > ctx.budget.bytes) {
         task.notProcessed.push({
@@ -662,6 +679,7 @@ export class SyncEngine {
         bytes += e.size;
       }
       try {
+        checkLost(ctx);
         record(task, await move(batch.map((e) => e.id)));
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
@@ -674,12 +692,14 @@ export class SyncEngine {
 
   private async withdrawInBatches(
     task: TaskResult,
+    ctx: SyncContext,
     gone: readonly string[],
     move: (ids: string[]) => Promise<ItemResult[]>,
   ) {
     for (let i = 0; i < gone.length; i += BATCH_ITEMS) {
       const batch = gone.slice(i, i + BATCH_ITEMS);
       try {
+        checkLost(ctx);
         record(task, await move(batch));
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
@@ -690,7 +710,7 @@ export class SyncEngine {
   }
 
   /** Marks running jobs failed: all of them (`heartbeatBefore` undefined) or those gone silent. */
-  private async failJobs(q: Queryable, reason: string, heartbeatBefore: number | undefined) {
+  private async failJobs(reason: string, heartbeatBefore: number | undefined) {
     const now = Date.now();
     await this.db.transaction((trx) => {
       let u = trx
@@ -700,13 +720,11 @@ export class SyncEngine {
       if (heartbeatBefore !== undefined) u = u.where("heartbeat", "<", heartbeatBefore);
       return u.execute();
     });
-    void q;
   }
 
   /** A job whose heartbeat stopped belonged to a process that died: it fails, freeing the workspace. */
   async sweepStale(): Promise<void> {
     await this.failJobs(
-      this.db.kysely,
       `the sync stopped reporting progress for ${Math.round(this.staleMs / 1000)} s (its process stopped); start a new sync`,
       Date.now() - this.staleMs,
     );
@@ -979,13 +997,35 @@ export class SyncEngine {
       .where("collaboration_id", "=", String(envelope.collaborationId))
       .where("portal_id", "=", String(envelope.from))
       .executeTakeFirst();
-    const collab = from ? await this.collabs.mustFind(this.db.kysely, envelope.collaborationId) : undefined;
-    if (!from || !collab || from.portal_id === selfId) {
+    const collab = await this.db.kysely
+      .selectFrom("collaborations")
+      .selectAll()
+      .where("id", "=", String(envelope.collaborationId))
+      .executeTakeFirst();
+    if (!collab) {
+      throw new PorticoError(403, "The collaboration no longer exists on this portal.", ENDED, [
+        "It was deleted; replication through it has ended.",
+      ]);
+    }
+    if (!from || from.portal_id === selfId) {
+      // Accepted once and gone now: removed, or it left. Otherwise its response is not imported yet.
+      const accepted = await this.db.kysely
+        .selectFrom("collaboration_invitations")
+        .select("id")
+        .where("collaboration_id", "=", collab.id)
+        .where("guest_portal_id", "=", String(envelope.from))
+        .where("status", "=", "accepted")
+        .executeTakeFirst();
+      if (accepted && collab.role === "host") {
+        throw new PorticoError(403, "The caller is no longer a participant of that collaboration.", ENDED, [
+          "It was removed by the host, or it left.",
+        ]);
+      }
       throw new PorticoError(
         403,
         "This portal does not count the caller as a participant of that collaboration.",
-        "COLLAB_0403",
-        ["The collaboration was deleted, or the caller left or was removed from it."],
+        NOT_PARTICIPANT,
+        ["The host has not imported the caller's invitation response."],
       );
     }
     const refusal = await peerRefusal(this.db, envelope, signature, from.public_key, selfId);
@@ -1159,9 +1199,17 @@ interface SyncContext {
   host: { portal_id: string; portal_url: string; delete_contributed: number };
   config: WorkspaceConfig;
   budget: { bytes: number };
+  /** Set when the job was marked failed while it ran (it stalled past the dead-sync limit). */
+  lost: { value: boolean };
 }
 
 class JobFailed extends Error {}
+
+function checkLost(ctx: SyncContext) {
+  if (ctx.lost.value) {
+    throw new JobFailed("the sync stalled past the dead-sync limit and was marked failed; start a new sync");
+  }
+}
 
 function modeRefused(what: string) {
   return new PorticoError(

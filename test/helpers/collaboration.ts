@@ -6,7 +6,8 @@ import { startTestPortal, type TestPortal } from "./portico.js";
  */
 export const PEER_ENV = { PORTICO_OUTBOUND_ALLOW: "127.0.0.0/8", PORTICO_SYNC_STALE_SECONDS: "3" };
 
-export const startPeer = (env: Record<string, string> = {}) => startTestPortal({ env: { ...PEER_ENV, ...env } });
+export const startPeer = (env: Record<string, string> = {}) =>
+  startTestPortal({ env: { ...PEER_ENV, ...env } });
 
 export const self = "/portals/self";
 
@@ -17,7 +18,10 @@ export async function ok(promise: Promise<any>, what: string): Promise<any> {
 }
 
 export async function createGroup(portal: TestPortal, title: string): Promise<string> {
-  const r = await ok(portal.post("/community/createGroup", { title, access: "org" }, portal.adminToken), "createGroup");
+  const r = await ok(
+    portal.post("/community/createGroup", { title, access: "org" }, portal.adminToken),
+    "createGroup",
+  );
   return r.group.id as string;
 }
 
@@ -35,13 +39,20 @@ export async function addItem(
     ),
     "addItem",
   );
-  if (groupId) await ok(portal.post(`/content/users/admin_user/items/${r.id}/share`, { groups: groupId }, portal.adminToken), "share");
+  if (groupId)
+    await ok(
+      portal.post(`/content/users/admin_user/items/${r.id}/share`, { groups: groupId }, portal.adminToken),
+      "share",
+    );
   return r.id as string;
 }
 
 /** Items shared to a group, by title. */
 export async function groupItems(portal: TestPortal, groupId: string): Promise<Map<string, any>> {
-  const r = await ok(portal.get(`/content/groups/${groupId}`, { num: 100 }, portal.adminToken), "group content");
+  const r = await ok(
+    portal.get(`/content/groups/${groupId}`, { num: 100 }, portal.adminToken),
+    "group content",
+  );
   return new Map((r.items as any[]).map((i) => [i.title as string, i]));
 }
 
@@ -93,13 +104,20 @@ export async function collaborate(
     const invitation = await ok(
       host.post(
         `${self}/collaborations/${collaborationId}/inviteParticipant`,
-        { guestPortalUrl: portal.portico.address, collaborationWorkspacesParticipantConfigJSON: [{ [workspaceId]: mode }] },
+        {
+          guestPortalUrl: portal.portico.address,
+          collaborationWorkspacesParticipantConfigJSON: [{ [workspaceId]: mode }],
+        },
         host.adminToken,
       ),
       "inviteParticipant",
     );
     await ok(
-      portal.post(`${self}/acceptCollaborationInvitation`, { invitationJSON: JSON.stringify(invitation) }, portal.adminToken),
+      portal.post(
+        `${self}/acceptCollaborationInvitation`,
+        { invitationJSON: JSON.stringify(invitation) },
+        portal.adminToken,
+      ),
       "acceptCollaborationInvitation",
     );
     const group = await createGroup(portal, `guest group ${Math.random()}`);
@@ -137,7 +155,11 @@ export async function sync(guest: TestPortal, linked: Linked): Promise<any> {
   return ok(guest.get(workspacePath(linked, `syncStatus/${r.jobId}`), {}, guest.adminToken), "syncStatus");
 }
 
-export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 15_000): Promise<T> {
+export async function waitFor<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs = 15_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
