@@ -1,6 +1,11 @@
 import { parseArgs } from "node:util";
 
+/** The parts of a run, in the order they run; `--cases` picks some. */
+export const CASES = ["startup", "load", "sync"] as const;
+export type CaseName = (typeof CASES)[number];
+
 export interface BenchOptions {
+  cases: ReadonlySet<CaseName>;
   /** Seconds of measured load per case. */
   durationS: number;
   /** Seconds of unmeasured load before each case, so both servers are measured with a warm JIT. */
@@ -19,6 +24,9 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 
 export const USAGE = `usage: npm run bench -- [flags]
 
+  --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all): startup
+                     times, the load cases (reads, writes, search, createService, webhooks, memory),
+                     and the collaboration sync between two portals
   --duration N       seconds of measured load per case (default 5)
   --warmup N         seconds of unmeasured load before each case (default 1)
   --connections N    concurrent connections (default 32)
@@ -37,6 +45,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     strict: true,
     allowPositionals: false,
     options: {
+      cases: { type: "string" },
       duration: { type: "string" },
       warmup: { type: "string" },
       connections: { type: "string" },
@@ -57,6 +66,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   }
 
   return {
+    cases: caseList(values.cases),
     durationS: positive("duration", values.duration, 5),
     warmupS: positive("warmup", values.warmup, 1, { allowZero: true }),
     connections: positive("connections", values.connections, 32, { integer: true }),
@@ -80,4 +90,17 @@ function positive(
       `--${name} must be a ${integer ? "whole " : ""}number ${allowZero ? ">=" : ">"} 0, got ${value}`,
     );
   return n;
+}
+
+function caseList(value: string | undefined): ReadonlySet<CaseName> {
+  if (value === undefined) return new Set(CASES);
+  const names = value
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  const unknown = names.filter((name) => !(CASES as readonly string[]).includes(name));
+  if (names.length === 0 || unknown.length > 0) {
+    throw new Error(`--cases takes a comma-separated list of ${CASES.join(", ")}, got ${value}`);
+  }
+  return new Set(names as CaseName[]);
 }

@@ -10,6 +10,10 @@ export function ms(value: number): string {
   return `${value < 10 ? value.toFixed(1) : Math.round(value)} ms`;
 }
 
+export function seconds(value: number): string {
+  return `${(value / 1000).toFixed(value < 1000 ? 3 : value < 10_000 ? 2 : 1)} s`;
+}
+
 export function mb(bytes: number): string {
   return `${(bytes / (1024 * 1024)).toFixed(1)} MB`;
 }

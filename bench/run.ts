@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: how portico compares with a bare Node HTTP server on this machine, how fast it
- * searches a portal of 100,000 items, plus its start-up time and idle memory. Absolute figures
+ * searches a portal of 100,000 items, how long a collaboration sync of 1,000 items takes between
+ * two portals, plus its start-up time and idle memory. Absolute figures
  * depend on the machine and its neighbours, so throughput goals are ratios against a baseline
  * measured in the same run; see USAGE for flags. Goals that are missed are reported, not failed:
  * the exit code is non-zero only when the harness could not measure something.
@@ -18,8 +19,9 @@ import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./lo
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
 import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
 import { cleanEnv, freePort, type ServerProcess, startServer } from "./processes.js";
-import { mb, median, ms, rate, ratio, table, verdict } from "./report.js";
+import { mb, median, ms, rate, ratio, seconds, table, verdict } from "./report.js";
 import { createStore, type Engine, type Store } from "./stores.js";
+import { measureSync, SYNC, type SyncFigures } from "./sync.js";
 
 const PORTICO_MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 const BARE_SERVER = fileURLToPath(new URL("./bare-server.js", import.meta.url));
@@ -38,6 +40,10 @@ const GOALS = {
   deliveriesPerSecond: 1000,
   /** Event -> delivery p99 at 200 changes per second. */
   deliveryP99Ms: 500,
+  /** A guest's first sync of 1,000 items of a few KB each (SQLite). */
+  firstSyncMs: 20_000,
+  /** The sync after 10 of those items changed on the host (SQLite). */
+  changedSyncMs: 1_000,
 };
 
 /** Load before the idle-memory reading, so it includes what serving requests allocates. */
@@ -115,9 +121,10 @@ async function main(): Promise<number> {
   printHeader(options, engines);
   const failures: string[] = [];
 
-  section("Start-up: spawn of `portico serve` until the first answer of /sharing/rest/info");
   const startups: StartupFigures[] = [];
-  for (const engine of engines) {
+  if (options.cases.has("startup"))
+    section("Start-up: spawn of `portico serve` until the first answer of /sharing/rest/info");
+  for (const engine of options.cases.has("startup") ? engines : []) {
     try {
       startups.push(await timeStartups(engine, options.starts));
     } catch (err) {
@@ -126,13 +133,15 @@ async function main(): Promise<number> {
     }
   }
 
-  section(
-    `Load: ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s each`,
-  );
+  if (options.cases.has("load")) {
+    section(
+      `Load: ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s each`,
+    );
+  }
   const baselines: LoadResult[] = [];
   let bare: ServerProcess | undefined;
   const figures: EngineFigures[] = [];
-  for (const engine of engines) {
+  for (const engine of options.cases.has("load") ? engines : []) {
     let session: Session | undefined;
     try {
       say(`  ${engine.name}: starting a portal and creating ${options.users} users`);
@@ -178,7 +187,22 @@ async function main(): Promise<number> {
     await bare.stop();
   }
 
-  printSummary(baselines, figures, startups);
+  const syncs: SyncFigures[] = [];
+  if (options.cases.has("sync")) {
+    section(
+      `Sync: a guest portal receives ${SYNC.items.toLocaleString("en-US")} items from a host (synchronous syncs, timed)`,
+    );
+  }
+  for (const engine of options.cases.has("sync") ? engines : []) {
+    try {
+      syncs.push(await measureSync(engine, (store) => startPortico(engine, store), say));
+    } catch (err) {
+      failures.push(`${engine.name} sync: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+    }
+  }
+
+  printSummary(baselines, figures, startups, syncs);
   if (failures.length) {
     section("Not measured");
     for (const failure of failures) say(`  ${failure}`);
@@ -198,6 +222,7 @@ function printHeader(options: BenchOptions, engines: Engine[]) {
   );
   say(
     `engines: ${engines.map((e) => (e.databaseUrl ? `${e.name} (${redact(e.databaseUrl)})` : e.name)).join(", ")}; ` +
+      `cases: ${[...options.cases].join(", ")}; ` +
       `${options.starts} timed start(s) of each kind; ${options.users} users in the write pool`,
   );
 }
@@ -220,7 +245,8 @@ async function startPortico(engine: Engine, store: Store): Promise<ServerProcess
       PORTICO_PORT: String(port),
       PORTICO_HOST: "127.0.0.1",
       PORTICO_LOG_LEVEL: "warn",
-      // The delivery case's receiver listens on loopback, which the address guard refuses by default.
+      // The delivery case's receiver and the sync case's other portal listen on loopback, which the
+      // address guard refuses by default.
       PORTICO_OUTBOUND_ALLOW: "127.0.0.1/32",
     }),
     port,
@@ -424,7 +450,12 @@ function printServerOutput(server: ServerProcess) {
   for (const line of lines.slice(-5)) say(`    ${line.slice(0, 300)}`);
 }
 
-function printSummary(baselines: LoadResult[], figures: EngineFigures[], startups: StartupFigures[]) {
+function printSummary(
+  baselines: LoadResult[],
+  figures: EngineFigures[],
+  startups: StartupFigures[],
+  syncs: SyncFigures[],
+) {
   section("Summary");
   const baseRps = baselines.length ? baselines.reduce((sum, b) => sum + b.rps, 0) / baselines.length : NaN;
   const loadRow = (r: LoadResult, engine: string, goal: number | undefined): string[] => {
@@ -463,13 +494,27 @@ function printSummary(baselines: LoadResult[], figures: EngineFigures[], startup
       loadRow(f.createService, f.engine.name, undefined),
     ]),
   ];
-  say(
-    table(
-      ["case", "engine", "req/s", "p50", "p99", "errors", "non-2xx", "rejected", "ratio", "goal", "verdict"],
-      loadRows,
-      2,
-    ),
-  );
+  if (loadRows.length) {
+    say(
+      table(
+        [
+          "case",
+          "engine",
+          "req/s",
+          "p50",
+          "p99",
+          "errors",
+          "non-2xx",
+          "rejected",
+          "ratio",
+          "goal",
+          "verdict",
+        ],
+        loadRows,
+        2,
+      ),
+    );
+  }
   if (baselines.length) {
     say(
       `ratio = req/s / mean baseline req/s (${rate(baseRps)}); rejected = answers that were not the expected body`,
@@ -524,6 +569,28 @@ function printSummary(baselines: LoadResult[], figures: EngineFigures[], startup
         verdict(paced ? d.p99 < GOALS.deliveryP99Ms : d.perSecond >= GOALS.deliveriesPerSecond),
       ]);
     }
+  }
+  for (const s of syncs) {
+    // The goals are set for SQLite; PostgreSQL's figures are shown beside them.
+    const judged = s.engine.name === "sqlite";
+    const goal = (limit: number) => (judged ? `<= ${limit / 1000} s` : "");
+    rows.push(
+      [
+        `sync: first, ${SYNC.items.toLocaleString("en-US")} items`,
+        s.engine.name,
+        `${seconds(s.first.ms)} (${rate((s.first.succeeded * 1000) / s.first.ms)} items/s)`,
+        goal(GOALS.firstSyncMs),
+        judged ? verdict(s.first.ms <= GOALS.firstSyncMs) : "",
+      ],
+      [
+        `sync: ${SYNC.changed} items changed`,
+        s.engine.name,
+        seconds(s.changed.ms),
+        goal(GOALS.changedSyncMs),
+        judged ? verdict(s.changed.ms <= GOALS.changedSyncMs) : "",
+      ],
+      ["sync: nothing changed", s.engine.name, seconds(s.unchanged.ms), "", ""],
+    );
   }
   if (rows.length) {
     say("");
