@@ -32,14 +32,24 @@ function provider(engine: Engine): MigrationProvider {
   };
 }
 
-export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = new Migrator({
-    db: db.writer,
+function migratorOf(db: Db, handle: Kysely<unknown> = db.writer as unknown as Kysely<unknown>): Migrator {
+  return new Migrator({
+    db: handle,
     provider: provider(db.engine),
     // Kysely looks for its bookkeeping tables in every schema unless told which one; another
     // application (or test run) in the same database would otherwise make it skip creating ours.
     ...(db.schema ? { migrationTableSchema: db.schema } : {}),
   });
+}
+
+/** Migrations this code knows that the database has not applied (a node of an older deployment, or a failed upgrade). */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  const all = await migratorOf(db, db.kysely as unknown as Kysely<unknown>).getMigrations();
+  return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
+}
+
+export async function migrateToLatest(db: Db): Promise<string[]> {
+  const migrator = migratorOf(db);
   const { error, results } = await migrator.migrateToLatest();
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);

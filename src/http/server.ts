@@ -2,6 +2,7 @@ import formbody from "@fastify/formbody";
 import multipart from "@fastify/multipart";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
 import type { Config } from "../config.js";
+import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
 import type { Services } from "../services.js";
 import { handleCors } from "./cors.js";
@@ -71,7 +72,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // Every request needs the organization first: allowedOrigins decides CORS (preflights
   // included) and allSSL may refuse the request before anything else runs.
   app.decorateRequest("org", undefined as never);
+  const probes = new Set(
+    ["", config.contextPath].flatMap((prefix) => [`${prefix}/health`, `${prefix}/ready`]),
+  );
   app.addHook("onRequest", async (request, reply) => {
+    // Probes of load balancers and orchestrators answer whatever the organization's settings say
+    // (allSSL, CORS) and even when the database is down.
+    if (probes.has(request.url.split("?")[0] ?? "")) return;
     request.org = await services.portal.get();
     if (handleCors(request, reply, request.org.settings.allowedOrigins as string[])) return reply;
     if (request.org.settings.allSSL === true && request.protocol !== "https") throw errors.sslRequired();
@@ -108,12 +115,50 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     );
   });
 
+  registerProbes(app, services, config.contextPath);
   registerRoutes(app, allRoutes, {
     services,
     contextPath: config.contextPath,
     publicUrl: options.publicUrl,
   });
   return app;
+}
+
+/**
+ * Operational probes, outside the ArcGIS API (plain HTTP status codes, as load balancers expect):
+ * `/health` says the process serves requests; `/ready` that it can do its work: the database
+ * answers and has every migration this code needs. Both also answer under the context path.
+ */
+function registerProbes(app: FastifyInstance, services: Services, contextPath: string) {
+  for (const prefix of contextPath ? ["", contextPath] : [""]) {
+    app.get(`${prefix}/health`, async (_request, reply) =>
+      reply.type("application/json").send({ status: "ok" }),
+    );
+    app.get(`${prefix}/ready`, async (_request, reply) => {
+      const checks = await readiness(services);
+      const ready = Object.values(checks).every((c) => c.ok);
+      return reply
+        .status(ready ? 200 : 503)
+        .type("application/json")
+        .send({ status: ready ? "ready" : "not ready", checks });
+    });
+  }
+}
+
+async function readiness(services: Services): Promise<Record<string, { ok: boolean; detail?: string }>> {
+  try {
+    const pending = await pendingMigrations(services.db);
+    return {
+      database: { ok: true },
+      migrations:
+        pending.length === 0 ? { ok: true } : { ok: false, detail: `not applied: ${pending.join(", ")}` },
+    };
+  } catch (err) {
+    return {
+      database: { ok: false, detail: `unreachable: ${(err as Error).message}` },
+      migrations: { ok: false, detail: "unknown while the database is unreachable" },
+    };
+  }
 }
 
 function safeParams(request: FastifyRequest): Record<string, string> {
