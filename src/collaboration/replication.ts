@@ -69,17 +69,38 @@ export interface ItemResult {
 }
 
 /** Item ids of a linked group that replication may send: shared to it and not received copies. */
-export async function offer(q: Queryable, groupId: string): Promise<OfferEntry[]> {
-  const rows = await q
+/** The items a linked group offers: shared to it, and not received copies. */
+function offered(q: Queryable, groupId: string) {
+  return q
     .selectFrom("item_shares as s")
     .innerJoin("items as i", "i.id", "s.item_id")
     .leftJoin("collaboration_copies as c", "c.item_id", "i.id")
-    .select(["i.id", "i.modified", "i.size", "i.title"])
     .where("s.group_id", "=", groupId)
-    .where("c.item_id", "is", null)
+    .where("c.item_id", "is", null);
+}
+
+export async function offer(q: Queryable, groupId: string): Promise<OfferEntry[]> {
+  const rows = await offered(q, groupId)
+    .select(["i.id", "i.modified", "i.size", "i.title"])
     .orderBy("i.id")
     .execute();
   return rows.map((r) => ({ id: r.id, version: Number(r.modified), size: Number(r.size), title: r.title }));
+}
+
+/**
+ * A summary of the offer that changes whenever the offer does (an item added, removed or
+ * changed: every change raises an item's `modified`), computed in the database rather than by
+ * listing the items, since realtime links ask after every recorded change.
+ */
+export async function offerFingerprint(q: Queryable, groupId: string): Promise<string> {
+  const row = await offered(q, groupId)
+    .select((eb) => [
+      eb.fn.countAll().as("n"),
+      eb.fn.max("i.modified").as("newest"),
+      eb.fn.sum("i.modified").as("total"),
+    ])
+    .executeTakeFirst();
+  return `${row?.n ?? 0}:${row?.newest ?? 0}:${row?.total ?? 0}`;
 }
 
 export async function holdings(q: Queryable, workspaceId: string, originPortalId: string): Promise<Holdings> {

@@ -22,6 +22,7 @@ import {
   type ItemResult,
   type OfferEntry,
   offer,
+  offerFingerprint,
   withdrawItems,
 } from "./replication.js";
 
@@ -927,7 +928,7 @@ export class SyncEngine {
 
   /**
    * Realtime links react to changes of what their group offers: a guest syncs; the host tells the
-   * guests that receive. A fingerprint of the offer (count and newest change) says whether it changed.
+   * guests that receive. `offerFingerprint` says whether the offer changed.
    */
   private async realtimeCheck(initial: boolean) {
     const links = await this.db.kysely
@@ -938,8 +939,7 @@ export class SyncEngine {
       .where("l.realtime", "=", 1)
       .execute();
     for (const link of links) {
-      const entries = await offer(this.db.kysely, link.group_id);
-      const print = `${entries.length}:${entries.reduce((m, e) => Math.max(m, e.version), 0)}:${entries.reduce((h, e) => (h * 31 + e.id.charCodeAt(0) + e.version) % 1_000_000_007, 7)}`;
+      const print = await offerFingerprint(this.db.kysely, link.group_id);
       const before = this.fingerprints.get(link.workspace_id);
       this.fingerprints.set(link.workspace_id, print);
       if (initial || before === print) continue;
