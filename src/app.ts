@@ -4,8 +4,10 @@ import type { Config } from "./config.js";
 import { type Db, openDatabase } from "./db/database.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { buildServer } from "./http/server.js";
+import { Metrics } from "./observability/metrics.js";
 import { OutboundGuard } from "./outbound/guard.js";
 import { createServices, type Services } from "./services.js";
+import { PORTICO_VERSION } from "./version.js";
 import { DeliveryEngine } from "./webhooks/delivery.js";
 
 export interface Portico {
@@ -64,9 +66,11 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     await services.portal.ensureOrganization();
     await ensureFirstAdministrator(services, config, options.announce ?? ((t) => process.stdout.write(t)));
 
+    const metrics = new Metrics(db, { engine: db.engine, version: PORTICO_VERSION });
     const app = await buildServer({
       config,
       services,
+      metrics,
       logger: options.logger ?? true,
       publicUrl,
     });
@@ -80,6 +84,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       webhooks: services.webhooks,
       portalUrl: () => `${publicUrl()}${config.contextPath}`,
       onError: (err, what) => app.log.error({ err }, what),
+      onOutcome: (outcome, count) => metrics.delivery(outcome, count),
     });
     await app.listen({ port: config.port, host: config.host });
     const addr = app.server.address();
@@ -104,9 +109,15 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       publicUrl: publicUrl(),
       async close() {
         clearInterval(purge);
-        await app.close();
-        await services.sync.stop();
-        await delivery.stop();
+        // Stop accepting (requests in flight finish; new ones get 503), and at the same time stop
+        // taking background work: syncs stop at their next batch, webhook attempts get the grace
+        // period and are then handed back. What is left in the outbox other nodes dispatch, or
+        // this one after a restart.
+        await Promise.all([
+          app.close(),
+          services.sync.stop(),
+          delivery.stop(config.shutdownGraceSeconds * 1000),
+        ]);
         await guard.close();
         await db.close();
       },

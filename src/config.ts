@@ -35,6 +35,13 @@ export interface Config {
    * stopped) and is marked failed, freeing the workspace for the next sync.
    */
   syncStaleSeconds: number;
+  /** CIDRs whose clients may read `/metrics` (loopback by default). */
+  metricsAllow: string[];
+  /**
+   * How long a SIGTERM waits for requests, webhook attempts and syncs in flight before it cuts
+   * them off (handing the attempts back) and exits.
+   */
+  shutdownGraceSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -61,6 +68,8 @@ const SETTINGS = {
   trustProxy: { env: "PORTICO_TRUST_PROXY", flag: "trust-proxy" },
   logLevel: { env: "PORTICO_LOG_LEVEL", flag: "log-level" },
   syncStaleSeconds: { env: "PORTICO_SYNC_STALE_SECONDS", flag: "sync-stale-seconds" },
+  metricsAllow: { env: "PORTICO_METRICS_ALLOW", flag: "metrics-allow" },
+  shutdownGraceSeconds: { env: "PORTICO_SHUTDOWN_GRACE_SECONDS", flag: "shutdown-grace-seconds" },
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -72,7 +81,7 @@ export const SERVE_FLAGS = Object.fromEntries(
 /** Describes every setting for `portico serve --help` and the README. */
 export function describeSettings(): string {
   return Object.values(SETTINGS)
-    .map((s) => `  --${s.flag.padEnd(16)} ${s.env}`)
+    .map((s) => `  --${s.flag.padEnd(24)} ${s.env}`)
     .join("\n");
 }
 
@@ -141,7 +150,9 @@ export function loadConfig(
     outboundAllow: parseCidrList(raw("outboundAllow")),
     trustProxy: parseTrustProxy(raw("trustProxy")),
     logLevel: parseLogLevel(raw("logLevel")),
-    syncStaleSeconds: parseSyncStale(raw("syncStaleSeconds")),
+    syncStaleSeconds: parseSeconds(raw("syncStaleSeconds"), 60, 2, 86_400),
+    metricsAllow: normalizeCidrs(parseCidrList(raw("metricsAllow"), ["127.0.0.0/8", "::1/128"])),
+    shutdownGraceSeconds: parseSeconds(raw("shutdownGraceSeconds"), 10, 0, 3600),
   };
 }
 
@@ -156,10 +167,15 @@ function parsePort({ value, name }: { value: string | undefined; name: string })
   return port;
 }
 
-function parseSyncStale({ value, name }: { value: string | undefined; name: string }): number {
-  if (value === undefined) return 60;
-  if (!/^\d+$/.test(value) || Number(value) < 2 || Number(value) > 86_400) {
-    throw new ConfigError(name, `must be a whole number of seconds from 2 to 86400, got ${value}`);
+function parseSeconds(
+  { value, name }: { value: string | undefined; name: string },
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (value === undefined) return fallback;
+  if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
+    throw new ConfigError(name, `must be a whole number of seconds from ${min} to ${max}, got ${value}`);
   }
   return Number(value);
 }
@@ -202,8 +218,11 @@ function parseDatabaseUrl({ value, name }: { value: string | undefined; name: st
   return value;
 }
 
-function parseCidrList({ value, name }: { value: string | undefined; name: string }): string[] {
-  if (value === undefined) return [];
+function parseCidrList(
+  { value, name }: { value: string | undefined; name: string },
+  fallback: string[] = [],
+): string[] {
+  if (value === undefined) return fallback;
   const entries = value
     .split(",")
     .map((s) => s.trim())
@@ -216,6 +235,11 @@ function parseCidrList({ value, name }: { value: string | undefined; name: strin
     }
   }
   return entries;
+}
+
+/** Single addresses as one-address CIDRs, so every entry reads the same way. */
+function normalizeCidrs(entries: string[]): string[] {
+  return entries.map((e) => (e.includes("/") ? e : `${e}/${e.includes(":") ? 128 : 32}`));
 }
 
 function parseTrustProxy({ value, name }: { value: string | undefined; name: string }): false | string[] {

@@ -38,6 +38,15 @@ async function main(argv: string[]): Promise<number> {
     if (stopping) return;
     stopping = true;
     portico.app.log.info({ signal }, "shutting down");
+    // Requests and syncs get the grace period too; a shutdown that still hangs after it (a
+    // request stuck on a dead database, say) must not keep the process alive for ever.
+    setTimeout(
+      () => {
+        portico.app.log.error({ signal }, "shutdown did not finish in time; exiting");
+        process.exit(1);
+      },
+      (config.shutdownGraceSeconds + 20) * 1000,
+    ).unref();
     portico.close().then(
       () => process.exit(0),
       (err: unknown) => {

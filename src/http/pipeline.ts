@@ -68,9 +68,15 @@ export function defineRoute<S extends ParamSpecs>(def: RouteDef<S>): RouteDef<S>
 }
 
 declare module "fastify" {
+  interface FastifyContextConfig {
+    /** The operation's stable name (`RouteDef.name`, or `health`, `ready`, `metrics`). */
+    name?: string;
+  }
   interface FastifyRequest {
     /** Loaded once per request by the organization hook (CORS and allSSL need it first). */
     org: Organization;
+    /** The error envelope's code when the answer is an error (for metrics). */
+    errorCode: number | undefined;
   }
 }
 
@@ -201,6 +207,13 @@ export function registerRoutes(
       });
       return render(reply, format, result, route.name);
     };
-    for (const path of paths) app.route({ method: [...route.methods], url: `${root}${path}`, handler });
+    for (const path of paths)
+      app.route({
+        method: [...route.methods],
+        url: `${root}${path}`,
+        // Metrics and logs name the operation, not the URL with its ids.
+        config: { name: route.name },
+        handler,
+      });
   }
 }

@@ -1,9 +1,12 @@
 import formbody from "@fastify/formbody";
 import multipart from "@fastify/multipart";
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
+import ipaddr from "ipaddr.js";
 import type { Config } from "../config.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
+import { requestContext, requestId, requestIdMixin } from "../observability/logging.js";
+import type { Metrics } from "../observability/metrics.js";
 import type { Services } from "../services.js";
 import { handleCors } from "./cors.js";
 import { mergedParams, registerRoutes } from "./pipeline.js";
@@ -11,12 +14,14 @@ import { errorBody, formatForError, render } from "./render.js";
 import { allRoutes } from "./routes/index.js";
 
 export interface ServerOptions {
-  config: Pick<Config, "contextPath" | "trustProxy" | "logLevel">;
+  config: Pick<Config, "contextPath" | "trustProxy" | "logLevel" | "metricsAllow">;
   /** The public base URL (see `Config.publicUrl`). */
   publicUrl: () => string;
   services: Services;
   /** A pino logger configuration or instance; tests pass `false`. */
   logger?: boolean | object;
+  /** This node's metrics; `/metrics` serves them and every answered request is counted. */
+  metrics: Metrics;
 }
 
 /** Largest file accepted in one upload. */
@@ -37,6 +42,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         ? false
         : {
             level: config.logLevel,
+            mixin: requestIdMixin,
             // Credentials travel in headers, query strings and bodies; none of them is logged.
             redact: [
               "req.headers.authorization",
@@ -55,7 +61,21 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     trustProxy: config.trustProxy === false ? false : config.trustProxy,
     routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
     bodyLimit: 110 * 1024 * 1024,
-    requestIdHeader: "x-request-id",
+    // requestId() reads X-Request-Id itself, keeping only sane values.
+    requestIdHeader: false,
+    genReqId: requestId,
+  });
+
+  // The request id goes back to the caller, and everything the request runs (the org hook, the
+  // handler, the services it calls) runs in its async context, for the log lines' reqId.
+  app.addHook("onRequest", (request, reply, done) => {
+    reply.header("x-request-id", request.id);
+    requestContext.run({ reqId: request.id }, done);
+  });
+  app.decorateRequest("errorCode", undefined);
+  app.addHook("onResponse", async (request, reply) => {
+    const name = request.routeOptions.config?.name ?? "not_found";
+    options.metrics.request(name, request.method, request.errorCode, reply.elapsedTime / 1000);
   });
 
   await app.register(formbody);
@@ -72,12 +92,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   // Every request needs the organization first: allowedOrigins decides CORS (preflights
   // included) and allSSL may refuse the request before anything else runs.
   app.decorateRequest("org", undefined as never);
-  const probes = new Set(
-    ["", config.contextPath].flatMap((prefix) => [`${prefix}/health`, `${prefix}/ready`]),
-  );
+  const probes = new Set([
+    "/metrics",
+    ...["", config.contextPath].flatMap((prefix) => [`${prefix}/health`, `${prefix}/ready`]),
+  ]);
   app.addHook("onRequest", async (request, reply) => {
-    // Probes of load balancers and orchestrators answer whatever the organization's settings say
-    // (allSSL, CORS) and even when the database is down.
+    // Probes of load balancers and orchestrators, and metrics scrapes, answer whatever the
+    // organization's settings say (allSSL, CORS) and even when the database is down.
     if (probes.has(request.url.split("?")[0] ?? "")) return;
     request.org = await services.portal.get();
     if (handleCors(request, reply, request.org.settings.allowedOrigins as string[])) return reply;
@@ -96,12 +117,14 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       request.log.error({ err: error }, "unhandled error");
       mapped = errors.internal();
     }
+    request.errorCode = mapped.code;
     reply.status(200);
     return render(reply, format, errorBody(mapped), "error");
   });
 
   app.setNotFoundHandler((request, reply) => {
     const format = formatForError(safeParams(request).f);
+    request.errorCode = 400;
     reply.status(200);
     return render(
       reply,
@@ -116,6 +139,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   registerProbes(app, services, config.contextPath);
+  registerMetrics(app, options.metrics, config.metricsAllow);
   registerRoutes(app, allRoutes, {
     services,
     contextPath: config.contextPath,
@@ -131,10 +155,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
  */
 function registerProbes(app: FastifyInstance, services: Services, contextPath: string) {
   for (const prefix of contextPath ? ["", contextPath] : [""]) {
-    app.get(`${prefix}/health`, async (_request, reply) =>
+    app.get(`${prefix}/health`, { config: { name: "health" } }, async (_request, reply) =>
       reply.type("application/json").send({ status: "ok" }),
     );
-    app.get(`${prefix}/ready`, async (_request, reply) => {
+    app.get(`${prefix}/ready`, { config: { name: "ready" } }, async (_request, reply) => {
       const checks = await readiness(services);
       const ready = Object.values(checks).every((c) => c.ok);
       return reply
@@ -143,6 +167,34 @@ function registerProbes(app: FastifyInstance, services: Services, contextPath: s
         .send({ status: ready ? "ready" : "not ready", checks });
     });
   }
+}
+
+/**
+ * Prometheus metrics at `/metrics` (root only: scrapers address nodes directly, not through the
+ * context path a proxy adds). Counts and queue depths say much about an organization, so only
+ * the addresses of `PORTICO_METRICS_ALLOW` (loopback by default) may read them.
+ */
+function registerMetrics(app: FastifyInstance, metrics: Metrics, allow: readonly string[]) {
+  const allowed = allow.map((entry) => ipaddr.parseCIDR(entry));
+  const permitted = (address: string) => {
+    let ip: ipaddr.IPv4 | ipaddr.IPv6;
+    try {
+      ip = ipaddr.process(address);
+    } catch {
+      return false;
+    }
+    return allowed.some(([net, bits]) => net.kind() === ip.kind() && ip.match(net, bits));
+  };
+  app.get("/metrics", { config: { name: "metrics" } }, async (request, reply) => {
+    if (!permitted(request.ip)) {
+      return reply
+        .status(403)
+        .type("text/plain; charset=utf-8")
+        .send(`metrics are not served to ${request.ip}; PORTICO_METRICS_ALLOW lists who may read them\n`);
+    }
+    const { contentType, body } = await metrics.text();
+    return reply.type(contentType).send(body);
+  });
 }
 
 async function readiness(services: Services): Promise<Record<string, { ok: boolean; detail?: string }>> {

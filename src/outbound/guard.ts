@@ -78,6 +78,8 @@ export interface PostOptions {
   totalTimeoutMs: number;
   /** How much of the answer is read; the rest is discarded unread. */
   maxResponseBytes: number;
+  /** Cuts the exchange off early (a shutdown that cannot wait for it). */
+  signal?: AbortSignal;
 }
 
 export class OutboundGuard {
@@ -132,7 +134,8 @@ export class OutboundGuard {
    */
   async post(url: string, options: PostOptions): Promise<OutboundResponse> {
     const parsed = this.checkUrl(url);
-    const signal = AbortSignal.timeout(options.totalTimeoutMs);
+    const timeout = AbortSignal.timeout(options.totalTimeoutMs);
+    const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
     const res = await request(parsed, {
       method: "POST",
       headers: options.headers,

@@ -1,5 +1,6 @@
 import type { Db } from "../db/database.js";
 import type { NotificationTable } from "../db/schema.js";
+import type { DeliveryOutcome } from "../observability/metrics.js";
 import { type OutboundGuard, OutboundRefused } from "../outbound/guard.js";
 import { deliveryHeaders } from "./signature.js";
 import { parseTrigger, type Trigger, triggerCovers } from "./triggers.js";
@@ -35,6 +36,8 @@ export interface DeliveryOptions {
   webhooks: { attach(control: DeliveryControl): void; deliverySettings(): Promise<WebhookSettings> };
   portalUrl: () => string;
   onError: (err: unknown, what: string) => void;
+  /** Told how recorded attempts ended, after their outcome committed (for metrics). */
+  onOutcome?: (outcome: DeliveryOutcome, count: number) => void;
   /** Attempts in flight across all webhooks. */
   maxInFlight?: number;
   /** Attempts in flight to one webhook. */
@@ -87,6 +90,10 @@ export class DeliveryEngine implements DeliveryControl {
   private readonly outcomes: Outcome[] = [];
   private flushing: Promise<void> | undefined;
   private readonly idle = new Set<() => void>();
+  /** Cuts off attempts a shutdown could not wait for. */
+  private readonly abort = new AbortController();
+  /** Notifications whose attempt was cut off by the shutdown: their leases are released. */
+  private readonly handedBack: string[] = [];
 
   constructor(private readonly options: DeliveryOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
@@ -110,17 +117,44 @@ export class DeliveryEngine implements DeliveryControl {
     this.wake();
   }
 
-  /** Stops claiming, waits for attempts in flight and records them. */
-  async stop(): Promise<void> {
+  /**
+   * Stops claiming and waits up to `graceMs` for the attempts in flight, recording them. Attempts
+   * still running then are cut off and handed back: their leases are released without counting
+   * an attempt, so another node (or this one, restarted) sends them at once rather than when the
+   * lease runs out. A receiver may have seen a cut-off attempt; it recognizes the resend by its
+   * `webhook-id`, as with any retry.
+   */
+  async stop(graceMs = Number.POSITIVE_INFINITY): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    const deadline = Date.now() + graceMs;
     while (this.inFlightTotal > 0 || this.running || this.flushing) {
+      if (Date.now() >= deadline && !this.abort.signal.aborted) this.abort.abort();
       await new Promise<void>((resolve) => {
         this.idle.add(resolve);
-        setTimeout(resolve, 50).unref();
+        setTimeout(resolve, Math.max(1, Math.min(50, deadline - Date.now()))).unref();
       });
     }
     await this.flush();
+    if (this.handedBack.length > 0) {
+      const ids = this.handedBack.splice(0, this.handedBack.length);
+      try {
+        await this.options.db.transaction(async (trx) => {
+          for (let i = 0; i < ids.length; i += CHUNK) {
+            await trx
+              .updateTable("notifications")
+              .set({ lease_until: 0 })
+              .where("id", "in", ids.slice(i, i + CHUNK))
+              .where("status", "=", "pending")
+              .execute();
+          }
+        });
+        this.options.onOutcome?.("handed_back", ids.length);
+      } catch (err) {
+        // Their leases then run out by themselves, and another node takes them over.
+        this.options.onError(err, "handing back webhook attempts failed");
+      }
+    }
   }
 
   portalUrl(): string {
@@ -324,6 +358,7 @@ export class DeliveryEngine implements DeliveryControl {
         connectTimeoutMs: limit,
         totalTimeoutMs: limit,
         maxResponseBytes: RESPONSE_EXCERPT_BYTES,
+        signal: this.abort.signal,
       });
       outcome = {
         claimed,
@@ -335,6 +370,11 @@ export class DeliveryEngine implements DeliveryControl {
         retryAfterMs: retryAfter(res.headers["retry-after"], Date.now()),
       };
     } catch (err) {
+      if (this.abort.signal.aborted) {
+        this.handedBack.push(notification.id);
+        this.finished(webhook.id);
+        return;
+      }
       outcome = {
         claimed,
         started,
@@ -347,9 +387,13 @@ export class DeliveryEngine implements DeliveryControl {
     }
     this.outcomes.push(outcome);
     await this.flush();
-    const left = (this.inFlight.get(webhook.id) ?? 1) - 1;
-    if (left === 0) this.inFlight.delete(webhook.id);
-    else this.inFlight.set(webhook.id, left);
+    this.finished(webhook.id);
+  }
+
+  private finished(webhookId: string): void {
+    const left = (this.inFlight.get(webhookId) ?? 1) - 1;
+    if (left === 0) this.inFlight.delete(webhookId);
+    else this.inFlight.set(webhookId, left);
     this.inFlightTotal--;
     this.notifyIdle();
     this.wake();
@@ -375,6 +419,7 @@ export class DeliveryEngine implements DeliveryControl {
     const settings = await this.options.webhooks.deliverySettings();
     const maxAttempts = Math.max(1, settings.notificationAttempts);
     const retryDelayMs = settings.notificationElapsedTimeInSeconds * 1000;
+    const tally: Record<DeliveryOutcome, number> = { delivered: 0, retrying: 0, failed: 0, handed_back: 0 };
     await this.options.db.transaction(async (trx) => {
       const deactivate = new Set<string>();
       const failedFor = new Set<string>();
@@ -419,6 +464,7 @@ export class DeliveryEngine implements DeliveryControl {
         const attempts = n.attempts + 1;
         const final = delivered || gone || attempts >= maxAttempts;
         const status = delivered ? "delivered" : final ? "failed" : "pending";
+        tally[status === "pending" ? "retrying" : status]++;
         const set: Partial<NotificationTable> = {
           status,
           attempts,
@@ -476,6 +522,9 @@ export class DeliveryEngine implements DeliveryControl {
           .execute();
       }
     });
+    for (const [outcome, count] of Object.entries(tally)) {
+      this.options.onOutcome?.(outcome as DeliveryOutcome, count);
+    }
   }
 
   private notifyIdle(): void {

@@ -15,7 +15,10 @@ export interface Received {
  */
 export interface Receiver {
   url: string;
+  /** Requests answered, in the order of their answers. */
   received: Received[];
+  /** Requests as they arrive, answered yet or not (a delayed answer is still pending). */
+  arrived: Received[];
   /** Payload requests only: the URL check at creation sends one with no events. */
   deliveries(): Received[];
   respond: (req: Received) => {
@@ -31,10 +34,12 @@ export interface Receiver {
 
 export async function startReceiver(): Promise<Receiver> {
   const received: Received[] = [];
+  const arrived: Received[] = [];
   const waiters = new Set<() => void>();
   const receiver: Receiver = {
     url: "",
     received,
+    arrived,
     deliveries: () => received.filter((r) => (JSON.parse(r.body).events ?? []).length > 0),
     respond: () => ({ status: 200, body: "ok" }),
     waitFor(predicate, timeoutMs = 10_000) {
@@ -72,6 +77,8 @@ export async function startReceiver(): Promise<Receiver> {
         headers: req.headers,
         body: Buffer.concat(chunks).toString("utf8"),
       };
+      arrived.push(entry);
+      for (const w of [...waiters]) w();
       const answer = receiver.respond(entry);
       const send = () => {
         received.push(entry);

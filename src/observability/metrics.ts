@@ -1,0 +1,114 @@
+import { sql } from "kysely";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Db } from "../db/database.js";
+
+/**
+ * Prometheus metrics of one node, served at `/metrics` in the text exposition format.
+ *
+ * Two kinds live here. Counters and histograms count what this node did (requests it answered,
+ * webhook attempts it made); a Prometheus server sums them over the nodes. Gauges read from the
+ * database at scrape time describe the shared work of the whole cluster (events not yet
+ * dispatched, notifications waiting, sync jobs by state), so every node reports the same value
+ * for them; alert on `max`, not `sum`. Each of those reads uses a partial index or a small table,
+ * so a scrape costs a few index lookups.
+ */
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<"route" | "method" | "outcome" | "code">;
+  private readonly latency: Histogram<"route" | "method">;
+  private readonly deliveries: Counter<"outcome">;
+
+  constructor(db: Db, node: { engine: string; version: string }) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    new Gauge({
+      name: "portico_info",
+      help: "Constant 1, labelled with this node's version and database engine.",
+      labelNames: ["version", "engine"],
+      registers,
+    }).set({ version: node.version, engine: node.engine }, 1);
+    this.requests = new Counter({
+      name: "portico_http_requests_total",
+      help: "Requests answered, by route name, method and outcome (success, or error with the envelope's code).",
+      labelNames: ["route", "method", "outcome", "code"],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: "portico_http_request_duration_seconds",
+      help: "Time from receiving a request to sending the answer, by route name and method.",
+      labelNames: ["route", "method"],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    });
+    this.deliveries = new Counter({
+      name: "portico_webhook_deliveries_total",
+      help: "Webhook notification attempts made by this node, by outcome: delivered, retrying (failed, will retry), failed (no retry left, or 410), handed_back (cut off by a shutdown; another node resends).",
+      labelNames: ["outcome"],
+      registers,
+    });
+    new Gauge({
+      name: "portico_outbox_depth",
+      help: "Committed change events not yet dispatched to webhooks (cluster-wide).",
+      registers,
+      async collect() {
+        this.set(await count(db, "events", sql`dispatched = 0`));
+      },
+    });
+    new Gauge({
+      name: "portico_webhook_pending_notifications",
+      help: "Webhook notifications waiting for a first attempt or a retry (cluster-wide).",
+      registers,
+      async collect() {
+        this.set(await count(db, "notifications", sql`status = 'pending'`));
+      },
+    });
+    new Gauge({
+      name: "portico_sync_jobs",
+      help: "Collaboration sync jobs by state (cluster-wide).",
+      labelNames: ["state"],
+      registers,
+      async collect() {
+        const rows = await db.kysely
+          .selectFrom("sync_jobs")
+          .select(["status", (eb) => eb.fn.countAll<number | string>().as("n")])
+          .groupBy("status")
+          .execute()
+          .catch(() => undefined);
+        for (const state of SYNC_STATES) {
+          this.set({ state }, rows ? Number(rows.find((r) => r.status === state)?.n ?? 0) : Number.NaN);
+        }
+      },
+    });
+  }
+
+  /** Counts one answered request. `code` is the error envelope's code, or undefined for a success. */
+  request(route: string, method: string, code: number | undefined, seconds: number): void {
+    const outcome = code === undefined ? "success" : "error";
+    this.requests.inc({ route, method, outcome, code: code === undefined ? "" : String(code) });
+    this.latency.observe({ route, method }, seconds);
+  }
+
+  delivery(outcome: DeliveryOutcome, count = 1): void {
+    if (count > 0) this.deliveries.inc({ outcome }, count);
+  }
+
+  async text(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+export type DeliveryOutcome = "delivered" | "retrying" | "failed" | "handed_back";
+
+const SYNC_STATES = ["submitted", "started", "in_progress", "completed", "completed_with_failures", "failed"];
+
+/** A count, or NaN while the database cannot answer: the node's own metrics are still served. */
+async function count(db: Db, table: "events" | "notifications", where: ReturnType<typeof sql>) {
+  try {
+    const { rows } = await sql<{
+      n: number | string;
+    }>`SELECT COUNT(*) AS n FROM ${sql.table(table)} WHERE ${where}`.execute(db.kysely);
+    return Number(rows[0]?.n ?? 0);
+  } catch {
+    return Number.NaN;
+  }
+}
