@@ -1,6 +1,9 @@
+import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import SQLite from "better-sqlite3";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { form, json } from "./helpers/portico.js";
 import { createProcessDatabase, freePort, MAIN, run, stop, waitUntilUp } from "./helpers/process.js";
@@ -105,5 +108,93 @@ describe("portico serve", () => {
     });
     expect(await r.exited).toBe(2);
     expect(r.output()).toContain(`invalid setting ${name}`);
+  });
+});
+
+describe("portico doctor", () => {
+  let dataDir: string;
+  let database: Awaited<ReturnType<typeof createProcessDatabase>>;
+  const env = (): Record<string, string> => ({
+    PORTICO_DATA_DIR: dataDir,
+    PORTICO_LOG_LEVEL: "warn",
+    PORTICO_ADMIN_USERNAME: "doctor_admin",
+    PORTICO_ADMIN_PASSWORD: "doctor-password",
+    ...(database ? { DATABASE_URL: database.url } : {}),
+  });
+  const doctor = (extra: Record<string, string> = {}) =>
+    new Promise<{ code: number | null; out: string }>((resolve) => {
+      execFile(
+        process.execPath,
+        [MAIN, "doctor"],
+        { env: { PATH: process.env.PATH ?? "", ...env(), ...extra } },
+        (err, stdout, stderr) =>
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
+    });
+  /** Runs one statement on the deployment's database, as an operator's mistake would. */
+  const tamper = async (statement: string) => {
+    if (database) {
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      await client.query(statement).finally(() => client.end());
+    } else {
+      const db = new SQLite(path.join(dataDir, "portico.sqlite"));
+      db.exec(statement);
+      db.close();
+    }
+  };
+
+  beforeAll(async () => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-doctor-"));
+    database = await createProcessDatabase("portico_doctor");
+  });
+  afterAll(async () => {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+    await database?.drop();
+  });
+
+  it("checks a deployment before its first start, while it serves, and after damage, changing nothing", async () => {
+    const fresh = await doctor();
+    expect(fresh.code, fresh.out).toBe(0);
+    expect(fresh.out).toMatch(
+      /^warn {2}(database|data directory|migrations): .*(does not exist yet|is empty)/m,
+    );
+
+    const server = run({ ...env(), PORTICO_PORT: String(await freePort()) });
+    await waitUntilUp(server);
+    try {
+      const healthy = await doctor();
+      expect(healthy.code, healthy.out).toBe(0);
+      expect(healthy.out).toMatch(/^ok {4}migrations: all \d+ applied$/m);
+      expect(healthy.out).toMatch(/^ok {4}administrators: 1 enabled$/m);
+      expect(healthy.out).toMatch(/^ok {4}webhooks: outbox: 0 events waiting; no overdue notification$/m);
+      if (database) expect(healthy.out).toMatch(/^ok {4}clock: within \d+ ms of the database's$/m);
+      else expect(healthy.out).toContain("(a portico process is serving it)");
+      expect(healthy.out).not.toContain("FAIL");
+      // Doctor changed nothing: the server still serves.
+      expect((await json(await fetch(`${server.base}/info?f=json`))).owningSystemUrl).toBeDefined();
+    } finally {
+      expect(await stop(server)).toBe(0);
+    }
+
+    await tamper("DELETE FROM kysely_migration WHERE name = '0006-collaboration'");
+    const behind = await doctor();
+    expect(behind.code).toBe(1);
+    expect(behind.out).toMatch(/^FAIL {2}migrations: not applied: 0006-collaboration; /m);
+
+    await tamper(
+      "INSERT INTO kysely_migration (name, timestamp) VALUES ('0006-collaboration', '2026-01-01')",
+    );
+    await tamper("INSERT INTO kysely_migration (name, timestamp) VALUES ('9999-future', '2026-01-01')");
+    await tamper("UPDATE users SET disabled = 1");
+    const damaged = await doctor({ PORTICO_HOST: "0.0.0.0" });
+    expect(damaged.code).toBe(1);
+    expect(damaged.out).toMatch(/^FAIL {2}migrations: .*9999-future.*newer portico/m);
+    expect(damaged.out).toMatch(/^FAIL {2}administrators: no enabled administrator/m);
+    expect(damaged.out).toMatch(/^warn {2}public URL: PORTICO_PUBLIC_URL is not set/m);
+
+    const invalid = await doctor({ PORTICO_PUBLIC_URL: "ftp://example.com" });
+    expect(invalid.code).toBe(2);
+    expect(invalid.out).toMatch(/^FAIL {2}settings: PORTICO_PUBLIC_URL: /m);
   });
 });

@@ -1,10 +1,16 @@
 #!/usr/bin/env node
 import { startPortico } from "../app.js";
 import { ConfigError, describeSettings, loadConfig } from "../config.js";
+import { doctor } from "./doctor.js";
 
 const USAGE = `usage: portico serve [flags]
+       portico doctor [flags]
 
-Starts the portal server. Every flag has an environment variable; the flag wins.
+serve   starts the portal server.
+doctor  checks the settings and the database of a deployment, changing nothing; exits 1 when a
+        check fails. Give it the settings the nodes run with.
+
+Every flag has an environment variable; the flag wins.
 ${describeSettings()}
 `;
 
@@ -14,7 +20,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command === undefined ? 1 : 0;
   }
-  if (command !== "serve") {
+  if (command !== "serve" && command !== "doctor") {
     process.stderr.write(`portico: unknown command '${command}'\n\n${USAGE}`);
     return 2;
   }
@@ -24,9 +30,15 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`portico: invalid setting ${err.message}\n`);
+      if (command === "doctor") process.stdout.write(`FAIL  settings: ${err.message}\n`);
       return 2;
     }
     throw err;
+  }
+  if (command === "doctor") {
+    const findings = await doctor(config);
+    for (const f of findings) process.stdout.write(`${f.level.padEnd(5)} ${f.check}: ${f.detail}\n`);
+    return findings.some((f) => f.level === "FAIL") ? 1 : 0;
   }
   const portico = await startPortico({ config });
   portico.app.log.info(

@@ -116,6 +116,16 @@ function lockDataDir(dataDir: string): SQLite.Database {
   return lock;
 }
 
+/** Whether a portico process holds the data directory's lock (for `portico doctor`). */
+export function dataDirInUse(dataDir: string): boolean {
+  try {
+    lockDataDir(dataDir).close();
+    return false;
+  } catch {
+    return true;
+  }
+}
+
 function connectSqlite(file: string): SqliteDatabase {
   const sqlite = new SQLite(file);
   // WAL lets readers proceed during a write; synchronous=FULL makes each commit durable, which is

@@ -22,6 +22,9 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0006-collaboration": m0006,
 };
 
+/** Every migration this version knows, in order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(MIGRATIONS);
+
 function provider(engine: Engine): MigrationProvider {
   return {
     async getMigrations() {
