@@ -1,7 +1,7 @@
 import { parseArgs } from "node:util";
 
 /** The parts of a run, in the order they run; `--cases` picks some. */
-export const CASES = ["startup", "load", "sync"] as const;
+export const CASES = ["startup", "load", "sync", "nodes"] as const;
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -17,6 +17,8 @@ export interface BenchOptions {
   starts: number;
   /** PostgreSQL server to run the portico cases against as well, or undefined for SQLite only. */
   databaseUrl: string | undefined;
+  /** Nodes of the multi-node case (PostgreSQL). */
+  nodes: number;
 }
 
 /** Used by `--pg` alone; any database of the server works, it only hosts CREATE/DROP DATABASE. */
@@ -24,9 +26,12 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 
 export const USAGE = `usage: npm run bench -- [flags]
 
-  --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all): startup
-                     times, the load cases (reads, writes, search, createService, webhooks, memory),
-                     and the collaboration sync between two portals
+  --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
+                     nodes): startup times, the load cases (reads, writes, search, createService,
+                     webhooks, memory), the collaboration sync between two portals, and the read and
+                     write cases on one node beside N nodes of one PostgreSQL database
+  --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is
+                     given; implies --pg)
   --duration N       seconds of measured load per case (default 5)
   --warmup N         seconds of unmeasured load before each case (default 1)
   --connections N    concurrent connections (default 32)
@@ -53,26 +58,32 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       starts: { type: "string" },
       pg: { type: "boolean" },
       "database-url": { type: "string" },
+      nodes: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
   if (values.help) return "help";
 
+  const nodes = positive("nodes", values.nodes, 2, { integer: true });
+  if (nodes < 2) throw new Error(`--nodes must be at least 2, got ${nodes}`);
+  let cases = caseList(values.cases);
+  if (values.nodes !== undefined && values.cases === undefined) cases = new Set<CaseName>(["nodes"]);
   const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
-  const databaseUrl =
-    values["database-url"] ?? (values.pg || fromEnv ? (fromEnv ?? DEFAULT_DATABASE_URL) : undefined);
+  const wantsPg = values.pg || fromEnv || cases.has("nodes");
+  const databaseUrl = values["database-url"] ?? (wantsPg ? (fromEnv ?? DEFAULT_DATABASE_URL) : undefined);
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new Error(`--database-url must be a postgres:// URL, got ${databaseUrl}`);
   }
 
   return {
-    cases: caseList(values.cases),
+    cases,
     durationS: positive("duration", values.duration, 5),
     warmupS: positive("warmup", values.warmup, 1, { allowZero: true }),
     connections: positive("connections", values.connections, 32, { integer: true }),
     users: positive("users", values.users, 64, { integer: true }),
     starts: positive("starts", values.starts, 3, { integer: true }),
     databaseUrl,
+    nodes,
   };
 }
 
@@ -93,7 +104,8 @@ function positive(
 }
 
 function caseList(value: string | undefined): ReadonlySet<CaseName> {
-  if (value === undefined) return new Set(CASES);
+  // The multi-node case needs PostgreSQL and several servers: it runs when asked for.
+  if (value === undefined) return new Set(CASES.filter((c) => c !== "nodes"));
   const names = value
     .split(",")
     .map((name) => name.trim())

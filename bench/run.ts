@@ -16,8 +16,10 @@ import { cleanupAll, onCleanup } from "./cleanup.js";
 import { CONTENT, createServiceCase, searchCases, seedContent } from "./content.js";
 import { type DeliveryFigures, measureDelivery } from "./delivery.js";
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
+import { measureNodes, type NodesFigures } from "./nodes.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
 import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
+import { isSignedInPortal, READ_PATH, readCase, writeCase } from "./portal-cases.js";
 import { cleanEnv, freePort, type ServerProcess, startServer } from "./processes.js";
 import { mb, median, ms, rate, ratio, seconds, table, verdict } from "./report.js";
 import { createStore, type Engine, type Store } from "./stores.js";
@@ -52,9 +54,6 @@ const MEMORY_WARMUP_S = 1;
 const IDLE_SETTLE_MS = 1500;
 /** Parallel createUser calls while seeding; each hashes a password on the libuv pool (4 threads). */
 const SEED_CONCURRENCY = 4;
-
-const READ_PATH = "/sharing/rest/portals/self";
-const WRITE_PATH = "/sharing/rest/portals/self/updateUserRole";
 
 interface StartupFigures {
   engine: Engine;
@@ -202,7 +201,28 @@ async function main(): Promise<number> {
     }
   }
 
-  printSummary(baselines, figures, startups, syncs);
+  const scaling: NodesFigures[] = [];
+  const pgEngine = engines.find((e) => e.name === "postgres");
+  if (options.cases.has("nodes") && pgEngine) {
+    section(
+      `Nodes: reads and writes on 1 node, then on ${options.nodes} nodes of one PostgreSQL database (${settings.connections} connections in all)`,
+    );
+    try {
+      scaling.push(
+        await measureNodes(pgEngine, options.nodes, options.users, settings, {
+          start: (store) => startPortico(pgEngine, store),
+          seedUsers,
+          measure,
+          say,
+        }),
+      );
+    } catch (err) {
+      failures.push(`nodes: ${(err as Error).message}`);
+      say(`  nodes: FAILED: ${(err as Error).message}`);
+    }
+  }
+
+  printSummary(baselines, figures, startups, syncs, scaling);
   if (failures.length) {
     section("Not measured");
     for (const failure of failures) say(`  ${failure}`);
@@ -349,54 +369,8 @@ async function startBare(body: string): Promise<ServerProcess> {
   }
 }
 
-/** The signed-in `portals/self` view; checked cheaply so the verifier does not slow the client. */
-function isSignedInPortal(body: string): boolean {
-  return body.startsWith('{"id":') && body.includes('"user":{');
-}
-
 function baselineCase(bare: ServerProcess): LoadCase {
   return { name: "bare node:http", url: `${bare.url}${READ_PATH}?f=json`, verify: isSignedInPortal };
-}
-
-function readCase(engine: Engine, origin: string, token: string): LoadCase {
-  return {
-    name: `portals/self GET [${engine.name}]`,
-    url: `${origin}${READ_PATH}?${new URLSearchParams({ f: "json", token })}`,
-    verify: isSignedInPortal,
-  };
-}
-
-/**
- * Role changes rotating over the user pool. Users start as org_user and each pass over the pool
- * flips every role, so each request commits a real change (and its event) rather than a no-op.
- * With fewer connections than users, no two requests in flight name the same user.
- */
-function writeCase(engine: Engine, origin: string, token: string, users: string[]): LoadCase {
-  let sent = 0;
-  return {
-    name: `updateUserRole POST [${engine.name}]`,
-    url: `${origin}${WRITE_PATH}`,
-    requests: [
-      {
-        method: "POST",
-        path: WRITE_PATH,
-        headers: { "content-type": "application/x-www-form-urlencoded" },
-        setupRequest: (request) => {
-          const i = sent++;
-          const user = users[i % users.length]!;
-          const role = Math.floor(i / users.length) % 2 === 0 ? "org_publisher" : "org_user";
-          return { ...request, body: new URLSearchParams({ user, role, f: "json", token }).toString() };
-        },
-      },
-    ],
-    verify: (body) => {
-      try {
-        return JSON.parse(body).success === true;
-      } catch {
-        return false;
-      }
-    },
-  };
 }
 
 /**
@@ -455,6 +429,7 @@ function printSummary(
   figures: EngineFigures[],
   startups: StartupFigures[],
   syncs: SyncFigures[],
+  scaling: NodesFigures[],
 ) {
   section("Summary");
   const baseRps = baselines.length ? baselines.reduce((sum, b) => sum + b.rps, 0) / baselines.length : NaN;
@@ -591,6 +566,20 @@ function printSummary(
       ],
       ["sync: nothing changed", s.engine.name, seconds(s.unchanged.ms), "", ""],
     );
+  }
+  for (const n of scaling) {
+    for (const kind of ["reads", "writes"] as const) {
+      const one = n.single[kind];
+      const many = n.spread[kind];
+      const failed = [one, many].some((r) => r.errors + r.non2xx + r.rejected > 0);
+      rows.push([
+        `${kind}: ${n.nodes} nodes / 1 node`,
+        "postgres",
+        `${ratio(many.rps / one.rps)} (${rate(many.rps)} vs ${rate(one.rps)} req/s${failed ? "; FAILED ANSWERS" : ""})`,
+        "",
+        "",
+      ]);
+    }
   }
   if (rows.length) {
     say("");
