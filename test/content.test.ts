@@ -346,6 +346,24 @@ describe("sharing with the organization and everyone, and comments", () => {
     });
   });
 
+  it("shares one item into one group from many concurrent requests: all succeed, one share, one event", async () => {
+    const id = await add("Raced map");
+    const group = (await portal.post("/community/createGroup", { title: "Race", access: "org" }, alice.token))
+      .group.id as string;
+    const answers = await Promise.all(Array.from({ length: 16 }, () => share(id, { groups: group })));
+    expect(answers.filter((a) => a.error)).toEqual([]);
+    const shares = await portal.portico.db.kysely
+      .selectFrom("item_shares")
+      .selectAll()
+      .where("item_id", "=", id)
+      .execute();
+    expect(shares).toEqual([{ item_id: id, group_id: group }]);
+    const groupEvents = (await outbox(portal)).filter(
+      (e) => e.source === "group" && e.operation === "share" && e.object_id === group,
+    );
+    expect(groupEvents).toHaveLength(1);
+  });
+
   it("lets only the owner and group managers share into a view-only group", async () => {
     const group = await portal.post(
       "/community/createGroup",

@@ -50,6 +50,7 @@ export class SharingService {
     itemIds: readonly string[],
     request: ShareRequest,
   ) {
+    requireContentSpace(caller, username);
     const canSharePublic = (await this.portal.get()).settings.canSharePublic === true;
     const results = await eachItem(itemIds, "notSharedWith", request.groups, (itemId) =>
       this.shareIn(caller, username, itemId, request, canSharePublic),
@@ -64,6 +65,7 @@ export class SharingService {
     itemIds: readonly string[],
     groups: readonly string[],
   ) {
+    requireContentSpace(caller, username);
     const results = await eachItem(itemIds, "notUnsharedFrom", groups, (itemId) =>
       this.unshareIn(caller, username, itemId, groups),
     );
@@ -145,14 +147,14 @@ export class SharingService {
         notSharedWith.push(groupId);
         continue;
       }
-      const exists = await trx
-        .selectFrom("item_shares")
-        .select("group_id")
-        .where("item_id", "=", item.id)
-        .where("group_id", "=", groupId)
+      // Already shared, or shared by a concurrent request a moment ago: nothing to do, and no
+      // event. (A read-then-insert would race on PostgreSQL, where the loser hits the primary key.)
+      const inserted = await trx
+        .insertInto("item_shares")
+        .values({ item_id: item.id, group_id: groupId })
+        .onConflict((oc) => oc.columns(["item_id", "group_id"]).doNothing())
         .executeTakeFirst();
-      if (exists) continue;
-      await trx.insertInto("item_shares").values({ item_id: item.id, group_id: groupId }).execute();
+      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) continue;
       sharedTo.push(groupId);
       await recordEvent(
         trx,
@@ -246,6 +248,20 @@ export class SharingService {
       .limit(1)
       .executeTakeFirst();
     return share ? "shared" : "private";
+  }
+}
+
+/**
+ * `content/users/<u>/...` is that user's content (ArcGIS: "available only to the user and to
+ * administrators"): another member acting there is refused as a whole, not item by item.
+ */
+function requireContentSpace(caller: Caller | null, username: string): asserts caller is Caller {
+  if (caller === null) throw errors.tokenRequired();
+  if (
+    caller.username.toLowerCase() !== username.toLowerCase() &&
+    !caller.privileges.has("portal:admin:shareToGroup")
+  ) {
+    throw errors.forbidden(`Only '${username}' or an administrator may share or unshare their items.`);
   }
 }
 
