@@ -313,6 +313,33 @@ describe("updateUserRole and custom roles", () => {
     ).toEqual([]);
   });
 
+  it("lets a custom-role administrator assign only roles within its own privileges, and not touch default administrators", async () => {
+    const role = await portal.post("/portals/self/createRole", { name: "Role Changer" }, portal.adminToken);
+    const privileges = ["portal:admin:changeUserRoles", "portal:admin:viewUsers", "portal:user:joinGroup"];
+    await portal.post(
+      `/portals/self/roles/${role.id}/setPrivileges`,
+      { privileges: { privileges } },
+      portal.adminToken,
+    );
+    const changer = await portal.addUser("role_changer", role.id);
+    const other = await portal.addUser("role_changed");
+    const assign = (user: string, to: string) =>
+      portal.post("/portals/self/updateUserRole", { user, role: to }, changer.token);
+
+    // Making itself, or anyone, an administrator or a publisher would grant what it lacks.
+    const self = await assign(changer.username, "org_admin");
+    expect(self.error.code).toBe(403);
+    expect(self.error.details[0]).toContain("privileges the caller does not hold");
+    expect((await assign(other.username, "org_publisher")).error.code).toBe(403);
+    expect((await portal.get("/community/self", {}, other.token)).role).toBe("org_user");
+    // A default administrator's role is for default administrators to change.
+    expect((await assign(ADMIN.username, "org_user")).error.code).toBe(403);
+    expect((await portal.get("/community/self", {}, portal.adminToken)).role).toBe("org_admin");
+    // Within its own privileges it may act: its own role, for instance.
+    expect((await assign(other.username, role.id)).success).toBe(true);
+    expect((await portal.get("/community/self", {}, other.token)).roleId).toBe(role.id);
+  });
+
   it("grants exactly the custom role's privileges to its holders", async () => {
     const role = await portal.post("/portals/self/createRole", { name: "User Viewer" }, portal.adminToken);
     const privileges = ["portal:admin:viewUsers", "portal:user:joinGroup"];

@@ -83,7 +83,8 @@ export class UserService {
     const now = Date.now();
     try {
       return await this.db.transaction(async (trx) => {
-        const { role, roleId } = await resolveRole(trx, input.role ?? "org_user", "role");
+        const { role, roleId, privileges } = await resolveRole(trx, input.role ?? "org_user", "role");
+        if (caller) mayGrant(caller, privileges);
         const row: UserRow = {
           id: newId(),
           username: input.username,
@@ -296,6 +297,12 @@ export class UserService {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         const resolved = await resolveRole(trx, role, "role");
+        if (row.role === "org_admin" && row.role_id === null && !isDefaultAdministrator(caller)) {
+          throw errors.forbidden(
+            "Only a default administrator may change the role of a default administrator.",
+          );
+        }
+        mayGrant(caller, resolved.privileges);
         if (resolved.role === row.role && resolved.roleId === row.role_id) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
@@ -354,12 +361,32 @@ export class UserService {
 }
 
 /** Resolves a role parameter: a built-in role name or the id of a custom role. */
+/** A caller with the built-in Administrator role (not a custom role based on it). */
+function isDefaultAdministrator(caller: Caller): boolean {
+  return caller.role === "org_admin" && caller.roleId === null;
+}
+
+/**
+ * Assigning a role hands out its privileges: an administrator with a custom role (say, only
+ * changeUserRoles) may assign only roles whose privileges it holds itself, or it could make
+ * itself, or anyone, a full administrator. Default administrators hold every privilege.
+ */
+function mayGrant(caller: Caller, privileges: readonly string[]): void {
+  if (isDefaultAdministrator(caller)) return;
+  const missing = privileges.filter((p) => !caller.privileges.has(p));
+  if (missing.length > 0) {
+    throw errors.forbidden(
+      `Assigning this role grants privileges the caller does not hold: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}.`,
+    );
+  }
+}
+
 async function resolveRole(
   trx: Trx,
   value: string,
   param: string,
-): Promise<{ role: BuiltInRole; roleId: string | null }> {
-  if (isBuiltInRole(value)) return { role: value, roleId: null };
+): Promise<{ role: BuiltInRole; roleId: string | null; privileges: readonly string[] }> {
+  if (isBuiltInRole(value)) return { role: value, roleId: null, privileges: BUILT_IN_PRIVILEGES[value] };
   const custom = await findRole(trx, value);
   if (!custom) {
     throw errors.invalidParameter(
@@ -367,7 +394,8 @@ async function resolveRole(
       `must be org_admin, org_publisher, org_user or the id of a custom role; '${value}' is none of these`,
     );
   }
-  return { role: baseRoleOf(JSON.parse(custom.privileges) as string[]), roleId: custom.id };
+  const privileges = JSON.parse(custom.privileges) as string[];
+  return { role: baseRoleOf(privileges), roleId: custom.id, privileges };
 }
 
 function viewOf(caller: Caller | null, row: UserRow, orgIsPublic: boolean): UserView | null {
