@@ -35,6 +35,11 @@ const SERVICE_NAME = /^[A-Za-z0-9_]+$/;
 export const MAX_SERVICE_NAME = 128;
 /** Layers plus tables of one service; keeps one definition row a reasonable size. */
 const MAX_LAYERS = 1000;
+/**
+ * Highest layer or table id: the layer resource answers ids of up to nine digits, and bounding
+ * ids keeps them exact integers (a client's id of 1e300 plus one is 1e300 again, a duplicate).
+ */
+const MAX_LAYER_ID = 999_999_999;
 
 export interface SpatialReference {
   wkid: number;
@@ -150,7 +155,7 @@ const layerSchema = {
   type: "object",
   required: ["name"],
   properties: {
-    id: { type: "integer", minimum: 0 },
+    id: { type: "integer", minimum: 0, maximum: MAX_LAYER_ID },
     name: { type: "string", minLength: 1, maxLength: 256 },
     type: { type: "string", maxLength: 64 },
     geometryType: { type: "string", enum: GEOMETRY_TYPES },
@@ -350,12 +355,13 @@ export function addToDefinition(service: StoredService, add: AddToDefinition): A
   }
 
   let next = Math.max(-1, ...ids) + 1;
-  const place = (entry: NewLayer, type: string): LayerDefinition => ({
-    ...entry,
-    id: entry.id ?? next++,
-    name: entry.name,
-    type: entry.type ?? type,
-  });
+  const place = (entry: NewLayer, type: string): LayerDefinition => {
+    const id = entry.id ?? next++;
+    if (id > MAX_LAYER_ID) {
+      throw refuse(`leaves no free id up to ${MAX_LAYER_ID} for '${entry.name}'; give it a free id`);
+    }
+    return { ...entry, id, name: entry.name, type: entry.type ?? type };
+  };
   const layers = newLayers.map((l) => place(l, "Feature Layer"));
   const tables = newTables.map((t) => place(t, "Table"));
 

@@ -47,14 +47,31 @@ export class RawBody {
   ) {}
 }
 
+/**
+ * `Content-Disposition` for a file name that came from an upload. A header value may hold neither
+ * control characters nor anything beyond Latin-1 (Node refuses to send it), so `filename` gets the
+ * name in printable ASCII (`_` for the rest, and for `"` and `\`) and, when that changed it,
+ * `filename*` the name itself, UTF-8 percent-encoded (RFC 6266, RFC 8187).
+ */
+export function contentDisposition(disposition: "inline" | "attachment", filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\]/gu, "_");
+  if (ascii === filename) return `${disposition}; filename="${ascii}"`;
+  // Lone surrogates have no UTF-8 form: encodeURIComponent would throw on them.
+  const wellFormed = filename.replace(
+    /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+    "\uFFFD",
+  );
+  const encoded = encodeURIComponent(wellFormed).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
+  return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
+}
+
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
   if (body instanceof RawBody) {
-    if (body.filename) {
-      reply.header(
-        "content-disposition",
-        `${body.disposition}; filename="${body.filename.replace(/["\\\r\n]/g, "_")}"`,
-      );
-    }
+    if (body.filename)
+      reply.header("content-disposition", contentDisposition(body.disposition, body.filename));
     // Stored files come from users: never let a browser sniff them into something executable.
     reply.header("x-content-type-options", "nosniff");
     return reply.type(body.contentType).send(body.data);

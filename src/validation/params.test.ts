@@ -60,4 +60,24 @@ describe("parseParams", () => {
   it("checks ranges with their exceptions", () => {
     expect(() => parseParams(specs, { name: "a", count: "11" })).toThrow(/between 0 and 10 \(or -1\)/);
   });
+
+  it("refuses JSON nested deeper than 100 levels, however deep", () => {
+    // `depth` objects, one inside the other, the outermost holding the required `n`.
+    const nested = (depth: number) => `{"n":1,"a":${'{"a":'.repeat(depth - 2)}{}${"}".repeat(depth - 2)}}`;
+    expect(parseParams(specs, { name: "a", config: nested(100) }).values.config).toBeDefined();
+    for (const depth of [101, 100_000]) {
+      expect(() => parseParams(specs, { name: "a", config: nested(depth) })).toThrow(
+        /deeper than 100 levels/,
+      );
+    }
+  });
+
+  it("refuses NUL in strings, list entries and anywhere in JSON values", () => {
+    for (const raw of [{ name: "a\u0000" }, { name: "a", tags: "x,y\u0000" }]) {
+      expect(() => parseParams(specs, raw)).toThrow(/must not contain the NUL character/);
+    }
+    for (const config of ['{"n":1,"s":"\\u0000"}', '{"n":1,"\\u0000":2}', '{"n":1,"a":[["\\u0000"]]}']) {
+      expect(() => parseParams(specs, { name: "a", config })).toThrow(/'config': must not contain the NUL/);
+    }
+  });
 });

@@ -34,11 +34,28 @@ interface StringOptions<R extends boolean> extends Common<R> {
   check?: (value: string) => string | undefined;
 }
 
+/**
+ * NUL is no character of any value ArcGIS takes, and PostgreSQL text cannot hold it (SQLite
+ * would store it, so the engines would differ): every parameter refuses it.
+ */
+export const NUL_REASON = "must not contain the NUL character (U+0000)";
+
+/** Whether a parsed JSON value has NUL in any string, keys included. */
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\u0000");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (typeof value === "object" && value !== null) {
+    return Object.entries(value).some(([key, v]) => key.includes("\u0000") || hasNul(v));
+  }
+  return false;
+}
+
 function string<const R extends boolean = false>(options: StringOptions<R> = {}): ParamSpec<string, R> {
   return {
     kind: "string",
     required: (options.required ?? false) as R,
     parse(raw) {
+      if (raw.includes("\u0000")) return fail(NUL_REASON);
       const length = [...raw].length;
       if (options.maxLength !== undefined && length > options.maxLength) {
         return fail(`must be at most ${options.maxLength} characters (got ${length})`);
@@ -150,6 +167,20 @@ function list<const R extends boolean = false>(options: ListOptions<R> = {}): Pa
 
 const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
 
+/**
+ * Deepest nesting a JSON parameter may have. ArcGIS JSON (definitions, renderers, settings) nests
+ * a few levels; every later walk of a value (checks, `JSON.stringify` when it is stored) recurses
+ * once per level, and a value nested thousands deep would overflow the stack there.
+ */
+export const MAX_JSON_DEPTH = 100;
+
+/** Whether objects and arrays in `value` nest more than `levels` deep; stops looking there. */
+export function nestsDeeper(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (levels === 0) return true;
+  return Object.values(value).some((v) => nestsDeeper(v, levels - 1));
+}
+
 /** A JSON schema, kept as plain data. */
 export type JsonSchema = Record<string, unknown>;
 
@@ -174,7 +205,10 @@ function json<T = unknown, const R extends boolean = false>(
       } catch (err) {
         return fail(`is not valid JSON (${(err as Error).message})`);
       }
+      if (nestsDeeper(value, MAX_JSON_DEPTH))
+        return fail(`must not nest deeper than ${MAX_JSON_DEPTH} levels`);
       if (!validate(value)) return fail(describeSchemaError(validate.errors?.[0]));
+      if (hasNul(value)) return fail(NUL_REASON);
       const reason = options.check?.(value);
       return reason ? fail(reason) : ok(value as T);
     },

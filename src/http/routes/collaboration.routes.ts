@@ -31,7 +31,15 @@ const CONFIG_SCHEMA: JsonSchema = {
   additionalProperties: false,
 };
 
-const MODE_MAP: JsonSchema = { type: "object", additionalProperties: { enum: [...MODES] } };
+/**
+ * Workspace id -> access mode. Bounded like the array form: the ids are looked up in one query,
+ * and tens of thousands of them exceed what a statement may bind (SQLite 32,766, PostgreSQL 65,535).
+ */
+const MODE_MAP: JsonSchema = {
+  type: "object",
+  maxProperties: 100,
+  additionalProperties: { enum: [...MODES] },
+};
 /** `[{"<wid>":"send"}]` as the public API sends it, or one object. */
 const modesParam = (required: boolean) =>
   p.json<Record<string, AccessMode> | Record<string, AccessMode>[], boolean>(

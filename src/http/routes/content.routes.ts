@@ -1,7 +1,7 @@
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { errors } from "../../errors.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
-import { p } from "../../validation/params.js";
+import { NUL_REASON, p } from "../../validation/params.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
 import { RawBody } from "../render.js";
 
@@ -28,6 +28,12 @@ type ItemParamValues = {
 
 /** The item's data comes from an uploaded `file` or from `text`; the thumbnail from an upload. */
 function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>): ItemFields {
+  // File names are stored with the files; like every parameter, they may not hold NUL.
+  for (const field of ["file", "thumbnail"] as const) {
+    if (files[field]?.filename.includes("\u0000")) {
+      throw errors.invalidParameter(field, `has a file name that ${NUL_REASON}`);
+    }
+  }
   let data: ItemFile | undefined = files.file;
   if (!data && params.text !== undefined) {
     const isJson = (() => {
