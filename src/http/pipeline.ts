@@ -4,7 +4,14 @@ import { errors } from "../errors.js";
 import type { Organization } from "../portal/portal.service.js";
 import type { Privilege } from "../roles/privileges.js";
 import type { Services } from "../services.js";
-import { type ParamSpecs, type ParamValues, parseParams } from "../validation/params.js";
+import {
+  MAX_JSON_DEPTH,
+  NUL_REASON,
+  nestsDeeper,
+  type ParamSpecs,
+  type ParamValues,
+  parseParams,
+} from "../validation/params.js";
 import { type Format, parseFormat, render } from "./render.js";
 
 /**
@@ -100,6 +107,10 @@ export function mergedParams(request: FastifyRequest): Record<string, string> {
         continue;
       }
       // A JSON body (a convenience for scripts) carries objects; ArcGIS form semantics want text.
+      // Nesting thousands deep would overflow the stack in JSON.stringify; no parameter needs it.
+      if (typeof v === "object" && nestsDeeper(v, MAX_JSON_DEPTH)) {
+        throw errors.invalidParameter(key, `must not nest deeper than ${MAX_JSON_DEPTH} levels`);
+      }
       out[key] = typeof v === "string" ? v : typeof v === "object" ? JSON.stringify(v) : String(v);
     }
   };
@@ -184,6 +195,12 @@ export function registerRoutes(
         path.portalId !== request.org.id
       ) {
         throw errors.organizationNotFound(path.portalId);
+      }
+      // Path segments (ids, usernames, service names) go to lookups unchecked; NUL is in no id or
+      // name, and PostgreSQL cannot compare text holding it, so it is refused here for every route,
+      // as the parameter specs refuse it in query and form values.
+      for (const [name, value] of Object.entries(path)) {
+        if (value.includes("\u0000")) throw errors.invalidParameter(name, NUL_REASON);
       }
       const token = route.auth === "none" ? undefined : tokenOf(request, raw);
       let caller: Caller | null = null;

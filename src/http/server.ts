@@ -1,6 +1,11 @@
 import formbody from "@fastify/formbody";
 import multipart from "@fastify/multipart";
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyRequest } from "fastify";
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from "fastify";
 import ipaddr from "ipaddr.js";
 import type { Config } from "../config.js";
 import { pendingMigrations } from "../db/migrate.js";
@@ -59,7 +64,35 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
             ...(typeof options.logger === "object" ? options.logger : {}),
           },
     trustProxy: config.trustProxy === false ? false : config.trustProxy,
-    routerOptions: { caseSensitive: false, ignoreTrailingSlash: true, ignoreDuplicateSlashes: true },
+    routerOptions: {
+      caseSensitive: false,
+      ignoreTrailingSlash: true,
+      ignoreDuplicateSlashes: true,
+      // Path segments carry usernames of up to 128 characters and ids; the router's default of
+      // 100 would answer 414 for a valid long username.
+      maxParamLength: 1024,
+    },
+    // Errors the router raises before any route runs (a path that is not valid percent-encoded
+    // UTF-8, a path parameter too long) get the envelope like every other error.
+    frameworkErrors: (error, request, rawReply) => {
+      const reply = rawReply as unknown as FastifyReply;
+      const format = formatForError(safeParams(request).f);
+      request.errorCode = 400;
+      reply.status(200);
+      return render(
+        reply,
+        format,
+        // Fastify's message quotes the whole URL, token included: say what is wrong instead.
+        errorBody(
+          new PorticoError(400, "Invalid URL", "GEN_0404", [
+            error.code === "FST_ERR_MAX_PARAM_LENGTH"
+              ? "A path segment is longer than 1024 characters."
+              : "The path is not valid percent-encoded UTF-8.",
+          ]),
+        ),
+        "error",
+      );
+    },
     bodyLimit: 110 * 1024 * 1024,
     // requestId() reads X-Request-Id itself, keeping only sane values.
     requestIdHeader: false,
@@ -96,6 +129,16 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     "/metrics",
     ...["", config.contextPath].flatMap((prefix) => [`${prefix}/health`, `${prefix}/ready`]),
   ]);
+  // A multipart body without a boundary cannot be parsed; the parser's own error for it carries no
+  // status code, so it is refused here as the client error it is.
+  app.addHook("onRequest", async (request) => {
+    const type = request.headers["content-type"];
+    if (type && /^multipart\/form-data/i.test(type) && !/;\s*boundary=/i.test(type)) {
+      throw new PorticoError(400, "Unable to process the request.", "GEN_0400", [
+        "A multipart/form-data body needs a boundary in its Content-Type header.",
+      ]);
+    }
+  });
   app.addHook("onRequest", async (request, reply) => {
     // Probes of load balancers and orchestrators, and metrics scrapes, answer whatever the
     // organization's settings say (allSSL, CORS) and even when the database is down.
