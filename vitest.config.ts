@@ -9,6 +9,11 @@ const engines = ["sqlite", ...(process.env.PORTICO_TEST_DATABASE_URL ? ["postgre
 
 export default defineConfig({
   test: {
+    // Vitest's default on this 2-core machine is one worker, which runs the files one after
+    // another. Most of a file's time is spent waiting (on spawned servers, loopback receivers,
+    // PostgreSQL, timers), so a few files side by side use the cores without overloading them.
+    maxWorkers: 3,
+    minWorkers: 1,
     reporters: ["default", "./test/helpers/summary-reporter.ts"],
     projects: engines.map((engine) => ({
       test: {
