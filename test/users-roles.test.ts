@@ -340,6 +340,59 @@ describe("updateUserRole and custom roles", () => {
     expect((await portal.get("/community/self", {}, other.token)).roleId).toBe(role.id);
   });
 
+  it("keeps custom-role administrators from widening their own role or managing default administrators", async () => {
+    const role = await portal.post("/portals/self/createRole", { name: "Account Keeper" }, portal.adminToken);
+    const held = [
+      "portal:admin:manageRoles",
+      "portal:admin:updateUsers",
+      "portal:admin:disableUsers",
+      "portal:admin:viewUsers",
+      "portal:user:joinGroup",
+    ];
+    await portal.post(
+      `/portals/self/roles/${role.id}/setPrivileges`,
+      { privileges: { privileges: held } },
+      portal.adminToken,
+    );
+    const keeper = await portal.addUser("account_keeper", role.id);
+    const member = await portal.addUser("kept_member");
+    const setPrivileges = (privileges: string[]) =>
+      portal.post(
+        `/portals/self/roles/${role.id}/setPrivileges`,
+        { privileges: { privileges } },
+        keeper.token,
+      );
+
+    const widened = await setPrivileges([...held, "portal:admin:changeUserRoles"]);
+    expect(widened.error.code).toBe(403);
+    expect(widened.error.details[0]).toContain("portal:admin:changeUserRoles");
+    expect(
+      (await portal.get(`/portals/self/roles/${role.id}/privileges`, {}, portal.adminToken)).privileges,
+    ).toEqual(held);
+    // Narrowing, or anything within what it holds, is its to do.
+    expect((await setPrivileges(held.filter((p) => p !== "portal:user:joinGroup"))).success).toBe(true);
+
+    // A default administrator's account: neither its password nor its enabled state.
+    const reset = await portal.post(
+      `/community/users/${ADMIN.username}/update`,
+      { password: "taken-over-1234" },
+      keeper.token,
+    );
+    expect(reset.error.code).toBe(403);
+    expect(
+      (await portal.post(`/community/users/${ADMIN.username}/disable`, {}, keeper.token)).error.code,
+    ).toBe(403);
+    expect((await portal.get("/community/self", {}, portal.adminToken)).username).toBe(ADMIN.username);
+    // Other members' accounts are within its privileges.
+    expect(
+      (await portal.post(`/community/users/${member.username}/update`, { description: "kept" }, keeper.token))
+        .success,
+    ).toBe(true);
+    expect((await portal.post(`/community/users/${member.username}/disable`, {}, keeper.token)).success).toBe(
+      true,
+    );
+  });
+
   it("grants exactly the custom role's privileges to its holders", async () => {
     const role = await portal.post("/portals/self/createRole", { name: "User Viewer" }, portal.adminToken);
     const privileges = ["portal:admin:viewUsers", "portal:user:joinGroup"];

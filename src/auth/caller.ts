@@ -40,6 +40,41 @@ export function requirePrivilege(caller: Caller | null, privilege: Privilege): a
   if (!caller.privileges.has(privilege)) throw errors.forbidden(`Requires the privilege ${privilege}.`);
 }
 
+/** A caller with the built-in Administrator role (not a custom role based on it). */
+export function isDefaultAdministrator(caller: Caller): boolean {
+  return caller.role === "org_admin" && caller.roleId === null;
+}
+
+/**
+ * Handing out privileges (assigning a role, setting a role's privileges) is limited to those the
+ * caller holds: an administrator with a custom role (say, only changeUserRoles or manageRoles)
+ * could otherwise make itself, or anyone, a full administrator. Default administrators hold every
+ * privilege.
+ */
+export function requireMayGrant(caller: Caller, privileges: readonly string[], what: string): void {
+  if (isDefaultAdministrator(caller)) return;
+  const missing = privileges.filter((p) => !caller.privileges.has(p));
+  if (missing.length > 0) {
+    throw errors.forbidden(
+      `${what} grants privileges the caller does not hold: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}.`,
+    );
+  }
+}
+
+/**
+ * A default administrator's account (role, profile, password, enabled, existence) is managed by
+ * default administrators only, so a custom-role administrator cannot take over or lock out one.
+ */
+export function requireMayManageAccountOf(
+  caller: Caller,
+  target: { role: string; role_id: string | null },
+  what: string,
+): void {
+  if (target.role === "org_admin" && target.role_id === null && !isDefaultAdministrator(caller)) {
+    throw errors.forbidden(`Only a default administrator may ${what} a default administrator.`);
+  }
+}
+
 export function actorOf(caller: Caller | null): Actor | null {
   return caller ? { id: caller.userId, username: caller.username } : null;
 }

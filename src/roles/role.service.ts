@@ -1,4 +1,4 @@
-import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { actorOf, type Caller, requireMayGrant, requirePrivilege } from "../auth/caller.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
@@ -109,6 +109,7 @@ export class RoleService {
       throw errors.invalidParameter("privileges", `contains unknown privilege(s) ${unknown.join(", ")}`);
     }
     const unique = [...new Set(privileges)];
+    requireMayGrant(caller, unique, "Setting these privileges");
     const now = Date.now();
     await this.db.transaction(
       async (trx) => {

@@ -1,5 +1,12 @@
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, hasPrivilege, requirePrivilege } from "../auth/caller.js";
+import {
+  actorOf,
+  type Caller,
+  hasPrivilege,
+  requireMayGrant,
+  requireMayManageAccountOf,
+  requirePrivilege,
+} from "../auth/caller.js";
 import { hashPassword, verifyPassword } from "../auth/password.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
 import { ownsContent } from "../content/item.repository.js";
@@ -84,7 +91,7 @@ export class UserService {
     try {
       return await this.db.transaction(async (trx) => {
         const { role, roleId, privileges } = await resolveRole(trx, input.role ?? "org_user", "role");
-        if (caller) mayGrant(caller, privileges);
+        if (caller) requireMayGrant(caller, privileges, "Assigning this role");
         const row: UserRow = {
           id: newId(),
           username: input.username,
@@ -177,6 +184,7 @@ export class UserService {
     }
     const target = await findUser(this.db.kysely, username);
     if (!target) throw errors.userNotFound(username);
+    if (!isSelf) requireMayManageAccountOf(caller, target, "update");
     let passwordHash: string | undefined;
     if (changes.password !== undefined) {
       // Members changing their own password must prove they know the current one; an
@@ -230,6 +238,7 @@ export class UserService {
       async (trx) => {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
+        requireMayManageAccountOf(caller, row, "delete");
         // As in ArcGIS, an account that owns content is not deleted: its items and groups would
         // be orphaned. Reassign or delete them first.
         const owned = await ownsContent(trx, row.id);
@@ -264,6 +273,7 @@ export class UserService {
       async (trx) => {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
+        requireMayManageAccountOf(caller, row, disabled ? "disable" : "enable");
         if (Boolean(row.disabled) === disabled) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
@@ -297,12 +307,8 @@ export class UserService {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         const resolved = await resolveRole(trx, role, "role");
-        if (row.role === "org_admin" && row.role_id === null && !isDefaultAdministrator(caller)) {
-          throw errors.forbidden(
-            "Only a default administrator may change the role of a default administrator.",
-          );
-        }
-        mayGrant(caller, resolved.privileges);
+        requireMayManageAccountOf(caller, row, "change the role of");
+        requireMayGrant(caller, resolved.privileges, "Assigning this role");
         if (resolved.role === row.role && resolved.roleId === row.role_id) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
@@ -361,26 +367,6 @@ export class UserService {
 }
 
 /** Resolves a role parameter: a built-in role name or the id of a custom role. */
-/** A caller with the built-in Administrator role (not a custom role based on it). */
-function isDefaultAdministrator(caller: Caller): boolean {
-  return caller.role === "org_admin" && caller.roleId === null;
-}
-
-/**
- * Assigning a role hands out its privileges: an administrator with a custom role (say, only
- * changeUserRoles) may assign only roles whose privileges it holds itself, or it could make
- * itself, or anyone, a full administrator. Default administrators hold every privilege.
- */
-function mayGrant(caller: Caller, privileges: readonly string[]): void {
-  if (isDefaultAdministrator(caller)) return;
-  const missing = privileges.filter((p) => !caller.privileges.has(p));
-  if (missing.length > 0) {
-    throw errors.forbidden(
-      `Assigning this role grants privileges the caller does not hold: ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}.`,
-    );
-  }
-}
-
 async function resolveRole(
   trx: Trx,
   value: string,
