@@ -47,13 +47,38 @@ function migratorOf(db: Db, handle: Kysely<unknown> = db.writer as unknown as Ky
 
 /** Migrations this code knows that the database has not applied (a node of an older deployment, or a failed upgrade). */
 export async function pendingMigrations(db: Db): Promise<string[]> {
-  const all = await migratorOf(db, db.kysely as unknown as Kysely<unknown>).getMigrations();
+  const all = await surviving(() => migratorOf(db, db.kysely as unknown as Kysely<unknown>).getMigrations());
   return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const migrator = migratorOf(db);
-  const { error, results } = await migrator.migrateToLatest();
+  const { error, results } = await surviving(() => migratorOf(db).migrateToLatest());
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/**
+ * Kysely's migrator looks for its tables by listing the tables of every schema, calling
+ * `has_schema_privilege` on each; a schema another session drops meanwhile (another application,
+ * or another test run, on the same database) makes that listing fail with "schema ... does not
+ * exist" (SQLSTATE 3F000), although ours is there. The listing changes nothing, so it is tried
+ * again.
+ */
+async function surviving<T>(work: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const result = await work();
+      // migrateToLatest reports its failures in the result rather than throwing.
+      const error = (result as { error?: unknown } | undefined)?.error;
+      if (attempt < 5 && isSchemaDroppedMeanwhile(error)) continue;
+      return result;
+    } catch (err) {
+      if (attempt < 5 && isSchemaDroppedMeanwhile(err)) continue;
+      throw err;
+    }
+  }
+}
+
+function isSchemaDroppedMeanwhile(err: unknown): boolean {
+  return (err as { code?: string } | undefined)?.code === "3F000";
 }
