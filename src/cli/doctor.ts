@@ -30,6 +30,8 @@ const OVERDUE_MS = 5 * 60 * 1000;
 
 /** What doctor reads, whichever engine holds it. */
 interface Reader {
+  /** Lists the tables of portico's schema (as `name`). */
+  tablesQuery: string;
   describe: string;
   query<T>(text: string): Promise<T[]>;
   /** The database server's clock (PostgreSQL); undefined for an embedded database. */
@@ -102,11 +104,7 @@ function settings(config: Config, add: (level: Level, check: string, detail: str
 }
 
 async function database(reader: Reader, add: (level: Level, check: string, detail: string) => void) {
-  const tables = await reader.query<{ name: string }>(
-    reader.describe.startsWith("PostgreSQL")
-      ? "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()"
-      : "SELECT name FROM sqlite_master WHERE type = 'table'",
-  );
+  const tables = await reader.query<{ name: string }>(reader.tablesQuery);
   if (!tables.some((t) => t.name === "kysely_migration")) {
     add("warn", "migrations", "the database is empty: `portico serve` creates the tables at its first start");
     return;
@@ -197,6 +195,8 @@ async function postgres(url: string): Promise<Reader> {
     );
     const where = new URL(url);
     return {
+      tablesQuery:
+        "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()",
       describe: `PostgreSQL ${rows[0]?.v} at ${where.host}${where.pathname}, schema ${rows[0]?.schema}`,
       query: async <T>(text: string) => (await client.query(text)).rows as T[],
       now: async () => {
@@ -244,6 +244,7 @@ function sqlite(
   if (integrity !== "ok")
     add("FAIL", "database file", `quick_check reports: ${String(integrity)}; restore a backup`);
   return {
+    tablesQuery: "SELECT name FROM sqlite_master WHERE type = 'table'",
     describe: `SQLite ${db.prepare("SELECT sqlite_version() AS v").pluck().get() as string} at ${file}`,
     query: async <T>(text: string) => db.prepare(text).all() as T[],
     now: async () => undefined,

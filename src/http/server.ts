@@ -10,7 +10,7 @@ import ipaddr from "ipaddr.js";
 import type { Config } from "../config.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
-import { requestContext, requestId, requestIdMixin } from "../observability/logging.js";
+import { requestChildLogger, requestContext, requestId, requestIdMixin } from "../observability/logging.js";
 import type { Metrics } from "../observability/metrics.js";
 import type { Services } from "../services.js";
 import { handleCors } from "./cors.js";
@@ -63,6 +63,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
             },
             ...(typeof options.logger === "object" ? options.logger : {}),
           },
+    childLoggerFactory: (logger, bindings, opts) => requestChildLogger(logger, bindings, opts),
     trustProxy: config.trustProxy === false ? false : config.trustProxy,
     routerOptions: {
       caseSensitive: false,
@@ -74,25 +75,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     },
     // Errors the router raises before any route runs (a path that is not valid percent-encoded
     // UTF-8, a path parameter too long) get the envelope like every other error.
-    frameworkErrors: (error, request, rawReply) => {
-      const reply = rawReply as unknown as FastifyReply;
-      const format = formatForError(safeParams(request).f);
-      request.errorCode = 400;
-      reply.status(200);
-      return render(
-        reply,
-        format,
+    frameworkErrors: (error, request, reply) =>
+      sendError(
+        request,
+        reply as unknown as FastifyReply,
         // Fastify's message quotes the whole URL, token included: say what is wrong instead.
-        errorBody(
-          new PorticoError(400, "Invalid URL", "GEN_0404", [
-            error.code === "FST_ERR_MAX_PARAM_LENGTH"
-              ? "A path segment is longer than 1024 characters."
-              : "The path is not valid percent-encoded UTF-8.",
-          ]),
-        ),
-        "error",
-      );
-    },
+        new PorticoError(400, "Invalid URL", "GEN_0404", [
+          error.code === "FST_ERR_MAX_PARAM_LENGTH"
+            ? "A path segment is longer than 1024 characters."
+            : "The path is not valid percent-encoded UTF-8.",
+        ]),
+      ),
     bodyLimit: 110 * 1024 * 1024,
     // requestId() reads X-Request-Id itself, keeping only sane values.
     requestIdHeader: false,
@@ -149,7 +142,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.setErrorHandler((error: FastifyError | PorticoError, request, reply) => {
-    const format = formatForError(safeParams(request).f);
     let mapped: PorticoError;
     if (error instanceof PorticoError) {
       mapped = error;
@@ -160,26 +152,18 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       request.log.error({ err: error }, "unhandled error");
       mapped = errors.internal();
     }
-    request.errorCode = mapped.code;
-    reply.status(200);
-    return render(reply, format, errorBody(mapped), "error");
+    return sendError(request, reply, mapped);
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    const format = formatForError(safeParams(request).f);
-    request.errorCode = 400;
-    reply.status(200);
-    return render(
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      request,
       reply,
-      format,
-      errorBody(
-        new PorticoError(400, "Invalid URL", "GEN_0404", [
-          `No resource or operation at ${request.url.split("?")[0]}.`,
-        ]),
-      ),
-      "error",
-    );
-  });
+      new PorticoError(400, "Invalid URL", "GEN_0404", [
+        `No resource or operation at ${request.url.split("?")[0]}.`,
+      ]),
+    ),
+  );
 
   registerProbes(app, services, config.contextPath);
   registerMetrics(app, options.metrics, config.metricsAllow);
@@ -254,6 +238,16 @@ async function readiness(services: Services): Promise<Record<string, { ok: boole
       migrations: { ok: false, detail: "unknown while the database is unreachable" },
     };
   }
+}
+
+/**
+ * Every error leaves the server here: the ArcGIS envelope with HTTP 200, in the format the
+ * request asked for, its code remembered for the request metrics.
+ */
+function sendError(request: FastifyRequest, reply: FastifyReply, error: PorticoError): FastifyReply {
+  request.errorCode = error.code;
+  reply.status(200);
+  return render(reply, formatForError(safeParams(request).f), errorBody(error), "error");
 }
 
 function safeParams(request: FastifyRequest): Record<string, string> {

@@ -21,6 +21,24 @@ export function requestId(req: IncomingMessage): string {
   return typeof incoming === "string" && INCOMING_ID.test(incoming) ? incoming : randomUUID();
 }
 
+/**
+ * The per-request loggers Fastify creates (`request.log`), which carry `reqId` in their bindings.
+ * Remembered here so that the mixin, which runs for every line, need not parse a logger's
+ * bindings to know.
+ */
+const requestLoggers = new WeakSet<object>();
+
+/** Fastify's `childLoggerFactory`: its default child, remembered as bound to a request. */
+export function requestChildLogger<L extends { child(bindings: object, options?: object): L }>(
+  logger: L,
+  bindings: object,
+  options: object,
+): L {
+  const child = logger.child(bindings, options);
+  requestLoggers.add(child);
+  return child;
+}
+
 /** Pino mixin: adds the current request's id to lines whose logger does not carry it already. */
 export function requestIdMixin(
   _merge: object,
@@ -29,6 +47,8 @@ export function requestIdMixin(
 ): Record<string, string> {
   const store = requestContext.getStore();
   if (!store) return {};
-  if (logger && "reqId" in logger.bindings()) return {};
+  // `request.log` (the common case) is known without parsing its bindings; another logger used
+  // while serving (the root logger, a child of its own) is asked.
+  if (logger && (requestLoggers.has(logger) || "reqId" in logger.bindings())) return {};
   return { reqId: store.reqId };
 }
