@@ -1,7 +1,10 @@
 import { parseArgs } from "node:util";
+import { ATTACK_IDS } from "./abuse.js";
 
 /** The parts of a run, in the order they run; `--cases` picks some. */
-export const CASES = ["startup", "load", "sync", "nodes"] as const;
+export const CASES = ["startup", "load", "sync", "nodes", "abuse"] as const;
+/** Cases that run only when asked for: they need PostgreSQL and several servers, or stress the machine. */
+const ON_REQUEST: readonly CaseName[] = ["nodes", "abuse"];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -19,6 +22,8 @@ export interface BenchOptions {
   databaseUrl: string | undefined;
   /** Nodes of the multi-node case (PostgreSQL). */
   nodes: number;
+  /** The attacks of the abuse case to run (all by default). */
+  attacks: ReadonlySet<string>;
 }
 
 /** Used by `--pg` alone; any database of the server works, it only hosts CREATE/DROP DATABASE. */
@@ -27,9 +32,13 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     nodes): startup times, the load cases (reads, writes, search, createService,
-                     webhooks, memory), the collaboration sync between two portals, and the read and
-                     write cases on one node beside N nodes of one PostgreSQL database
+                     nodes and abuse): startup times, the load cases (reads, writes, search,
+                     createService, webhooks, memory), the collaboration sync between two portals,
+                     the read and write cases on one node beside N nodes of one PostgreSQL
+                     database, and the attacks of issue 12 (peak RSS and worst /health latency
+                     of the server under each attack, beside the same without attack)
+  --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
+                     (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is
                      given; implies --pg)
   --duration N       seconds of measured load per case (default 5)
@@ -59,6 +68,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       pg: { type: "boolean" },
       "database-url": { type: "string" },
       nodes: { type: "string" },
+      attacks: { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -68,6 +78,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   if (nodes < 2) throw new Error(`--nodes must be at least 2, got ${nodes}`);
   let cases = caseList(values.cases);
   if (values.nodes !== undefined && values.cases === undefined) cases = new Set<CaseName>(["nodes"]);
+  if (values.attacks !== undefined && values.cases === undefined) cases = new Set<CaseName>(["abuse"]);
+  const attacks = attackList(values.attacks);
   const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
   const wantsPg = values.pg || fromEnv || cases.has("nodes");
   const databaseUrl = values["database-url"] ?? (wantsPg ? (fromEnv ?? DEFAULT_DATABASE_URL) : undefined);
@@ -84,7 +96,21 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     starts: positive("starts", values.starts, 3, { integer: true }),
     databaseUrl,
     nodes,
+    attacks,
   };
+}
+
+function attackList(value: string | undefined): ReadonlySet<string> {
+  if (value === undefined) return new Set(ATTACK_IDS);
+  const names = value
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+  const unknown = names.filter((name) => !ATTACK_IDS.includes(name));
+  if (names.length === 0 || unknown.length > 0) {
+    throw new Error(`--attacks takes a comma-separated list of ${ATTACK_IDS.join(", ")}, got ${value}`);
+  }
+  return new Set(names);
 }
 
 function positive(
@@ -104,8 +130,7 @@ function positive(
 }
 
 function caseList(value: string | undefined): ReadonlySet<CaseName> {
-  // The multi-node case needs PostgreSQL and several servers: it runs when asked for.
-  if (value === undefined) return new Set(CASES.filter((c) => c !== "nodes"));
+  if (value === undefined) return new Set(CASES.filter((c) => !ON_REQUEST.includes(c)));
   const names = value
     .split(",")
     .map((name) => name.trim())

@@ -30,6 +30,8 @@ export interface ServerProcess {
   memory(): { rss: number; peak: number } | undefined;
   /** The last lines the process wrote (stdout and stderr together). */
   output(): string[];
+  /** How the process ended ("exit code 134", "signal SIGKILL"), or undefined while it runs. */
+  ended(): string | undefined;
   stop(): Promise<void>;
 }
 
@@ -108,6 +110,12 @@ export async function startServer(spec: ServerSpec): Promise<ServerProcess> {
     readyMs,
     memory: () => readMemory(pid),
     output: () => [...lines],
+    ended: () =>
+      child.exitCode !== null
+        ? `exit code ${child.exitCode}`
+        : child.signalCode !== null
+          ? `signal ${child.signalCode}`
+          : undefined,
     stop,
   };
 }

@@ -12,6 +12,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { ABUSE, type AttackFigures, abuseTable, measureAbuse } from "./abuse.js";
 import { cleanupAll, onCleanup } from "./cleanup.js";
 import { CONTENT, createServiceCase, searchCases, seedContent } from "./content.js";
 import { type DeliveryFigures, measureDelivery } from "./delivery.js";
@@ -222,7 +223,40 @@ async function main(): Promise<number> {
     }
   }
 
+  const abuse: AttackFigures[] = [];
+  if (options.cases.has("abuse")) {
+    section(
+      `Abuse: each attack against a fresh server, after ${ABUSE.quietMs / 1000} s without attack on the same server (cut off after ${ABUSE.attackTimeoutMs / 1000} s)`,
+    );
+  }
+  for (const engine of options.cases.has("abuse") ? engines : []) {
+    try {
+      const results = await measureAbuse(
+        engine,
+        (store) => startPortico(engine, store),
+        say,
+        options.attacks,
+      );
+      abuse.push(...results);
+      // A dead server is a figure, not a failure of the bench; what could not run is.
+      for (const r of results) {
+        if (r.outcome.startsWith("not measured"))
+          failures.push(`${engine.name} abuse ${r.name}: ${r.outcome}`);
+      }
+    } catch (err) {
+      failures.push(`${engine.name} abuse: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+    }
+  }
+
   printSummary(baselines, figures, startups, syncs, scaling);
+  if (abuse.length) {
+    say("");
+    say(abuseTable(abuse));
+    say(
+      "RSS = the server's peak resident memory over the window; /health = the worst latency of a probe on a fresh connection every 20 ms; ratio = under attack / without",
+    );
+  }
   if (failures.length) {
     section("Not measured");
     for (const failure of failures) say(`  ${failure}`);

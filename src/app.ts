@@ -1,6 +1,7 @@
 import type { FastifyInstance } from "fastify";
 import { generatePassword } from "./auth/password.js";
 import type { Config } from "./config.js";
+import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { buildServer } from "./http/server.js";
@@ -41,14 +42,17 @@ const TOKEN_PURGE_INTERVAL_MS = 60 * 60 * 1000;
 export async function startPortico(options: StartOptions): Promise<Portico> {
   const { config } = options;
   // Background failures of the data layer are logged once the server's logger exists.
-  let reportError = (err: unknown) => {
+  const reportError = (err: unknown) => {
     process.stderr.write(`portico: ${String(err)}\n`);
   };
+  let reportAvailability = (change: AvailabilityChange) =>
+    reportError(change.state === "lost" ? change.error : new Error("database connection restored"));
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
     schema: options.schema,
-    onError: (err) => reportError(err),
+    queryTimeoutMs: config.databaseQueryTimeoutSeconds * 1000,
+    onAvailability: (change) => reportAvailability(change),
   });
   try {
     await migrateToLatest(db);
@@ -61,6 +65,8 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       guard,
       portalUrl: () => `${publicUrl()}${config.contextPath}`,
       syncStaleMs: config.syncStaleSeconds * 1000,
+      searchTimeoutMs: config.searchTimeoutMs,
+      hashing: { concurrency: config.passwordHashConcurrency, maxQueued: config.passwordHashQueue },
       onError: (err, what) => logError(err, what),
     });
     await services.portal.ensureOrganization();
@@ -74,16 +80,28 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       logger: options.logger ?? true,
       publicUrl,
     });
-    reportError = (err) =>
-      app.log.warn({ err }, "change feed connection lost; caches bypassed until it is back");
-
-    logError = (err, what) => app.log.error({ err }, what);
+    reportAvailability = (change) => {
+      if (change.state === "lost") {
+        app.log.error(
+          { err: change.error, connection: change.link },
+          "lost the database connection: requests that need the database fail with 'database unavailable', /ready answers 503 and caches are bypassed until it is back",
+        );
+      } else {
+        app.log.info({ downSeconds: Math.round(change.downMs / 1000) }, "database connection restored");
+      }
+    };
+    // While the database is away every background pass fails the same way; the outage is logged
+    // once above, not once per pass.
+    logError = (err, what) => {
+      if (isConnectionLoss(err)) app.log.debug({ err }, what);
+      else app.log.error({ err }, what);
+    };
     const delivery = new DeliveryEngine({
       db,
       guard,
       webhooks: services.webhooks,
       portalUrl: () => `${publicUrl()}${config.contextPath}`,
-      onError: (err, what) => app.log.error({ err }, what),
+      onError: (err, what) => logError(err, what),
       onOutcome: (outcome, count) => metrics.delivery(outcome, count),
     });
     await app.listen({ port: config.port, host: config.host });

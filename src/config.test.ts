@@ -11,8 +11,13 @@ describe("loadConfig", () => {
       contextPath: "",
       dataDir: "/srv/portico/data",
       databaseUrl: undefined,
+      databaseQueryTimeoutSeconds: 60,
       outboundAllow: [],
       trustProxy: false,
+      requestTimeoutSeconds: 300,
+      headersTimeoutSeconds: 30,
+      preAuthBodyBudgetMB: 128,
+      preAuthUploadBudgetMB: 1024,
     });
   });
 
@@ -35,6 +40,10 @@ describe("loadConfig", () => {
 
   it.each([
     [{ PORTICO_PORT: "70000" }, "PORTICO_PORT"],
+    [{ PORTICO_PREAUTH_BODY_BUDGET_MB: "-1" }, "PORTICO_PREAUTH_BODY_BUDGET_MB"],
+    [{ PORTICO_PREAUTH_BODY_BUDGET_MB: "65537" }, "PORTICO_PREAUTH_BODY_BUDGET_MB"],
+    [{ PORTICO_PREAUTH_BODY_BUDGET_MB: "3" }, "PORTICO_PREAUTH_BODY_BUDGET_MB"],
+    [{ PORTICO_PREAUTH_UPLOAD_BUDGET_MB: "-1" }, "PORTICO_PREAUTH_UPLOAD_BUDGET_MB"],
     [{ PORTICO_HOST: "bad host" }, "PORTICO_HOST"],
     [{ PORTICO_PUBLIC_URL: "not a url" }, "PORTICO_PUBLIC_URL"],
     [{ DATABASE_URL: "sqlite:///x" }, "DATABASE_URL"],
@@ -42,6 +51,13 @@ describe("loadConfig", () => {
     [{ PORTICO_ADMIN_USERNAME: "admin_user" }, "PORTICO_ADMIN_PASSWORD"],
     [{ PORTICO_ADMIN_USERNAME: "admin_user", PORTICO_ADMIN_PASSWORD: "short" }, "PORTICO_ADMIN_PASSWORD"],
     [{ PORTICO_LOG_LEVEL: "loud" }, "PORTICO_LOG_LEVEL"],
+    [{ PORTICO_REQUEST_TIMEOUT_SECONDS: "0" }, "PORTICO_REQUEST_TIMEOUT_SECONDS"],
+    [{ PORTICO_HEADERS_TIMEOUT_SECONDS: "x" }, "PORTICO_HEADERS_TIMEOUT_SECONDS"],
+    [
+      { PORTICO_REQUEST_TIMEOUT_SECONDS: "10", PORTICO_HEADERS_TIMEOUT_SECONDS: "20" },
+      "PORTICO_HEADERS_TIMEOUT_SECONDS",
+    ],
+    [{ PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS: "1.5" }, "PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS"],
   ])("refuses %o naming %s", (env, setting) => {
     expect(() => loadConfig([], env)).toThrow(ConfigError);
     expect(() => loadConfig([], env)).toThrow(new RegExp(`^${setting}:`));

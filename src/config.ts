@@ -20,6 +20,11 @@ export interface Config {
   dataDir: string;
   /** A postgres:// URL switches the data layer to PostgreSQL; undefined means embedded SQLite. */
   databaseUrl: string | undefined;
+  /**
+   * PostgreSQL: how long a query may wait for any answer before its connection is taken for dead
+   * (a server gone without closing it) and closed; 0 for no limit. Migrations are exempt.
+   */
+  databaseQueryTimeoutSeconds: number;
   adminUsername: string | undefined;
   adminPassword: string | undefined;
   /** CIDRs that outbound calls may reach although private or loopback. */
@@ -42,6 +47,34 @@ export interface Config {
    * them off (handing the attempts back) and exits.
    */
   shutdownGraceSeconds: number;
+  /**
+   * How long one search (`/search`, `/community/groups`) may run before it is stopped and
+   * answered with an error: PostgreSQL's `statement_timeout`, SQLite's per-row deadline.
+   */
+  searchTimeoutMs: number;
+  /**
+   * Password hashes (scrypt, 64 MiB each) computed at once, and how many more may wait; a sign-in
+   * or password change beyond that is refused at once with "try again".
+   */
+  passwordHashConcurrency: number;
+  passwordHashQueue: number;
+  /**
+   * How long a client may take to send a whole request, body included; the connection is cut
+   * after it. Also how long a connection may stay idle while a request is open.
+   */
+  requestTimeoutSeconds: number;
+  /** How long a client may take to send a request's headers (at most `requestTimeoutSeconds`). */
+  headersTimeoutSeconds: number;
+  /**
+   * Bytes of request bodies that callers not yet authenticated (no token in a header or the query
+   * string) may have in flight together, in MB; one sender may hold a quarter of it.
+   */
+  preAuthBodyBudgetMB: number;
+  /**
+   * Bytes of uploaded files that callers not yet authenticated may have on disk together, in MB;
+   * one sender may hold a quarter of it.
+   */
+  preAuthUploadBudgetMB: number;
 }
 
 export class ConfigError extends Error {
@@ -62,6 +95,10 @@ const SETTINGS = {
   contextPath: { env: "PORTICO_CONTEXT_PATH", flag: "context-path" },
   dataDir: { env: "PORTICO_DATA_DIR", flag: "data-dir" },
   databaseUrl: { env: "DATABASE_URL", flag: "database-url" },
+  databaseQueryTimeoutSeconds: {
+    env: "PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS",
+    flag: "database-query-timeout-seconds",
+  },
   adminUsername: { env: "PORTICO_ADMIN_USERNAME", flag: "admin-username" },
   adminPassword: { env: "PORTICO_ADMIN_PASSWORD", flag: "admin-password" },
   outboundAllow: { env: "PORTICO_OUTBOUND_ALLOW", flag: "outbound-allow" },
@@ -70,6 +107,13 @@ const SETTINGS = {
   syncStaleSeconds: { env: "PORTICO_SYNC_STALE_SECONDS", flag: "sync-stale-seconds" },
   metricsAllow: { env: "PORTICO_METRICS_ALLOW", flag: "metrics-allow" },
   shutdownGraceSeconds: { env: "PORTICO_SHUTDOWN_GRACE_SECONDS", flag: "shutdown-grace-seconds" },
+  searchTimeoutMs: { env: "PORTICO_SEARCH_TIMEOUT_MS", flag: "search-timeout-ms" },
+  passwordHashConcurrency: { env: "PORTICO_PASSWORD_HASH_CONCURRENCY", flag: "password-hash-concurrency" },
+  passwordHashQueue: { env: "PORTICO_PASSWORD_HASH_QUEUE", flag: "password-hash-queue" },
+  requestTimeoutSeconds: { env: "PORTICO_REQUEST_TIMEOUT_SECONDS", flag: "request-timeout-seconds" },
+  headersTimeoutSeconds: { env: "PORTICO_HEADERS_TIMEOUT_SECONDS", flag: "headers-timeout-seconds" },
+  preAuthBodyBudgetMB: { env: "PORTICO_PREAUTH_BODY_BUDGET_MB", flag: "preauth-body-budget-mb" },
+  preAuthUploadBudgetMB: { env: "PORTICO_PREAUTH_UPLOAD_BUDGET_MB", flag: "preauth-upload-budget-mb" },
 } as const;
 
 type SettingKey = keyof typeof SETTINGS;
@@ -138,6 +182,16 @@ export function loadConfig(
     throw new ConfigError(adminPassword.name, "must be at least 8 characters");
   }
 
+  const requestTimeoutSeconds = parseWhole(raw("requestTimeoutSeconds"), 300, 1, 86_400, "seconds");
+  const headersTimeout = raw("headersTimeoutSeconds");
+  const headersTimeoutSeconds = parseWhole(headersTimeout, 30, 1, 3600, "seconds");
+  if (headersTimeoutSeconds > requestTimeoutSeconds) {
+    throw new ConfigError(
+      headersTimeout.name,
+      `must not be longer than the request timeout (${requestTimeoutSeconds} s), got ${headersTimeoutSeconds}`,
+    );
+  }
+
   return {
     port,
     host,
@@ -145,14 +199,26 @@ export function loadConfig(
     contextPath,
     dataDir,
     databaseUrl,
+    databaseQueryTimeoutSeconds: parseWhole(raw("databaseQueryTimeoutSeconds"), 60, 0, 86_400, "seconds"),
     adminUsername: adminUsername.value,
     adminPassword: adminPassword.value,
     outboundAllow: parseCidrList(raw("outboundAllow")),
     trustProxy: parseTrustProxy(raw("trustProxy")),
     logLevel: parseLogLevel(raw("logLevel")),
-    syncStaleSeconds: parseSeconds(raw("syncStaleSeconds"), 60, 2, 86_400),
+    syncStaleSeconds: parseWhole(raw("syncStaleSeconds"), 60, 2, 86_400, "seconds"),
     metricsAllow: normalizeCidrs(parseCidrList(raw("metricsAllow"), ["127.0.0.0/8", "::1/128"])),
-    shutdownGraceSeconds: parseSeconds(raw("shutdownGraceSeconds"), 10, 0, 3600),
+    shutdownGraceSeconds: parseWhole(raw("shutdownGraceSeconds"), 10, 0, 3600, "seconds"),
+    searchTimeoutMs: parseWhole(raw("searchTimeoutMs"), 2000, 1, 60_000, "milliseconds"),
+    passwordHashConcurrency: parseWhole(raw("passwordHashConcurrency"), 2, 1, 64),
+    passwordHashQueue: parseWhole(raw("passwordHashQueue"), 32, 0, 10_000),
+    requestTimeoutSeconds,
+    headersTimeoutSeconds,
+    // 128 MB: one peer call of the largest size (110 MB) fits, one address may send a 32 MB
+    // addItem, and anonymous bodies together cannot take more however many arrive. At least 4,
+    // so that one address may always send a body of 1 MB (every operation without a large body).
+    preAuthBodyBudgetMB: parseWhole(raw("preAuthBodyBudgetMB"), 128, 4, 65_536),
+    // 1 GB: one address may upload two files of the largest size (100 MB) with the token last.
+    preAuthUploadBudgetMB: parseWhole(raw("preAuthUploadBudgetMB"), 1024, 0, 1_048_576),
   };
 }
 
@@ -167,15 +233,20 @@ function parsePort({ value, name }: { value: string | undefined; name: string })
   return port;
 }
 
-function parseSeconds(
+/**
+ * A whole number within [min, max]; `unit` ("seconds", "milliseconds") is said in the error.
+ */
+function parseWhole(
   { value, name }: { value: string | undefined; name: string },
   fallback: number,
   min: number,
   max: number,
+  unit?: string,
 ): number {
   if (value === undefined) return fallback;
   if (!/^\d+$/.test(value) || Number(value) < min || Number(value) > max) {
-    throw new ConfigError(name, `must be a whole number of seconds from ${min} to ${max}, got ${value}`);
+    const what = unit ? `a whole number of ${unit}` : "a whole number";
+    throw new ConfigError(name, `must be ${what} from ${min} to ${max}, got ${value}`);
   }
   return Number(value);
 }

@@ -17,6 +17,13 @@ export class PorticoError extends Error {
   }
 }
 
+/** A byte count as people read it in an error: `1 MB`, `64 KB`, `1500 bytes`. */
+export function formatBytes(bytes: number): string {
+  if (bytes >= 1024 * 1024 && bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MB`;
+  if (bytes >= 1024 && bytes % 1024 === 0) return `${bytes / 1024} KB`;
+  return `${bytes} bytes`;
+}
+
 const NO_PERMISSION = "You do not have permissions to access this resource or perform this operation.";
 
 export const errors = {
@@ -43,6 +50,68 @@ export const errors = {
       "PARAM_0003",
       ["'f' must be one of json, pjson, pjsonm, html."],
     ),
+
+  /**
+   * A peer call from an unknown collaboration or participant, or with a bad signature: one answer
+   * for all, so that the unauthenticated peer endpoint does not tell which collaborations exist.
+   */
+  peerCallRefused: () =>
+    new PorticoError(
+      498,
+      "Peer call refused: no such participant is known here, or the signature does not match its key.",
+      "COLLAB_0498",
+      [],
+    ),
+  /** More query, form, JSON or multipart parameters than any operation takes. */
+  tooManyParameters: (max: number) =>
+    new PorticoError(400, `Too many parameters: a request may carry at most ${max}.`, "PARAM_0004", [
+      `Send at most ${max} parameters.`,
+    ]),
+  /** The body (or, in a multipart request, its parameters besides the files) is over the operation's limit. */
+  bodyTooLarge: (limit: number, what = "The request body") =>
+    new PorticoError(
+      400,
+      `${what} is larger than this operation accepts (${formatBytes(limit)}).`,
+      "GEN_0413",
+      [`This operation accepts at most ${limit} bytes.`],
+    ),
+  /** An uploaded file is over the cap of its field. */
+  fileTooLarge: (field: string, maxBytes: number) =>
+    new PorticoError(
+      400,
+      `Invalid value for parameter '${field}': the file is larger than ${formatBytes(maxBytes)}.`,
+      "PARAM_0005",
+      [`'${field}' accepts files of at most ${maxBytes} bytes.`],
+    ),
+  /** A multipart body sent to an operation that takes no file. */
+  filesNotAccepted: () =>
+    new PorticoError(400, "Unable to process the request.", "GEN_0415", [
+      "This operation takes no files: send its parameters as application/x-www-form-urlencoded or in the query string, not as multipart/form-data.",
+    ]),
+  /**
+   * Bodies (or uploaded files) of callers not yet known (no token in a header or the query string)
+   * use more than the process, or one sender, may hold at once (`PORTICO_PREAUTH_BODY_BUDGET_MB`,
+   * `PORTICO_PREAUTH_UPLOAD_BUDGET_MB`): nothing was processed.
+   */
+  preAuthBudgetSpent: () =>
+    new PorticoError(
+      400,
+      "Too many requests from callers not yet authenticated are being received. Try again in a moment.",
+      "GEN_0429",
+      [
+        "Send the token in the X-Esri-Authorization or Authorization header (Bearer) or in the query string, so that the caller is known before the body is read and this limit does not apply.",
+      ],
+    ),
+  /**
+   * A body of a caller not yet known that stopped arriving (fewer than `minBytes` in `windowMs`):
+   * refused well before the request timeout, so that no one holds the budget by sending nothing.
+   */
+  bodyTooSlow: (minBytes: number, windowMs: number) =>
+    new PorticoError(400, "The request body is arriving too slowly.", "GEN_0408", [
+      `A request whose caller is not yet known must send at least ${formatBytes(minBytes)} of its body every ${windowMs / 1000} seconds. Send the token in the X-Esri-Authorization or Authorization header (Bearer) or in the query string, so that the caller is known before the body is read and this limit does not apply.`,
+    ]),
+  /** A body that cannot be read: broken multipart, JSON beyond the member limit, an aborted upload. */
+  badBody: (reason: string) => new PorticoError(400, "Unable to process the request.", "GEN_0400", [reason]),
 
   notFound: (what: string) => new PorticoError(400, "Not found.", "GWM_0404", [`${what} does not exist.`]),
   organizationNotFound: (id: string) =>
@@ -95,8 +164,52 @@ export const errors = {
     new PorticoError(400, "Unable to generate token.", "GWM_0007", ["Invalid username or password."]),
   accountDisabled: () =>
     new PorticoError(400, "Unable to generate token.", "GWM_0008", ["This account has been disabled."]),
+  /**
+   * Too many consecutive failed sign-ins. Answered the same for a name no account has (failures
+   * are counted by name), so the answer does not tell which usernames exist.
+   */
+  accountLocked: (minutes: number) =>
+    new PorticoError(400, "Unable to generate token.", "GWM_0009", [
+      `Too many invalid sign-in attempts: sign-in for this username is locked. Try again in ${minutes} minute${minutes === 1 ? "" : "s"}, or ask an administrator to unlock the account.`,
+    ]),
+  passwordExpired: () =>
+    new PorticoError(400, "Unable to generate token.", "GWM_0010", [
+      "The password has expired and must be changed: sign in again with the current password and a new one in 'newPassword'.",
+    ]),
+  /** The password hashing queue is full (many sign-ins at once): nothing was checked. */
+  signInBusy: () =>
+    new PorticoError(
+      400,
+      "Too many sign-in attempts are being processed. Try again in a moment.",
+      "GWM_0011",
+      ["The server limits how many passwords it checks at once; this request was not processed."],
+    ),
+  passwordReused: (param: string, historySize: number) =>
+    new PorticoError(400, `Invalid value for parameter '${param}': it was used recently.`, "PARAM_0002", [
+      `'${param}' must differ from the last ${historySize} password${historySize === 1 ? "" : "s"} of the account (historySize).`,
+    ]),
+
+  /** A search ran past `PORTICO_SEARCH_TIMEOUT_MS` and was stopped. */
+  searchTimedOut: (timeoutMs: number) =>
+    new PorticoError(400, `The search took longer than ${timeoutMs} ms and was stopped.`, "SEARCH_0001", [
+      "Narrow 'q' (fewer words, fewer or longer prefixes) and try again.",
+    ]),
 
   internal: () => new PorticoError(500, "An internal error occurred.", "GEN_0500", []),
+  /**
+   * The database could not be reached, or the connection broke during the request (a restart, a
+   * failover). A change whose commit was cut off may or may not have been made.
+   */
+  databaseUnavailable: () =>
+    new PorticoError(500, "The portal's database is unavailable.", "GEN_0503", [
+      "The database could not be reached or the connection to it was lost. Try again shortly.",
+    ]),
+
+  /** Every connection of the node's PostgreSQL pool stayed busy while the request waited for one. */
+  databaseBusy: () =>
+    new PorticoError(500, "The portal is busy.", "GEN_0503", [
+      "Every connection to the database was in use for too long. Try again shortly.",
+    ]),
 
   serviceNameTaken: (existing: string) =>
     new PorticoError(400, `Service name '${existing}' already exists.`, "SVC_0001", [

@@ -1,4 +1,5 @@
 import { AuthService } from "./auth/auth.service.js";
+import { type HashingLimits, PasswordHasher } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
 import { PeerClient, PortalKeys } from "./collaboration/peer.js";
 import { SyncEngine } from "./collaboration/sync.js";
@@ -41,11 +42,17 @@ export interface ServiceOptions {
   portalUrl: () => string;
   /** See `Config.syncStaleSeconds`. */
   syncStaleMs: number;
+  /** See `Config.searchTimeoutMs`. */
+  searchTimeoutMs: number;
+  /** Limits of concurrent password hashing (sign-in, password changes). */
+  hashing: HashingLimits;
   onError: (err: unknown, what: string) => void;
 }
 
 export function createServices(db: Db, options: ServiceOptions): Services {
   const portal = new PortalService(db);
+  // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
+  const hasher = new PasswordHasher(options.hashing);
   const items = new ItemService(db, portal);
   const keys = new PortalKeys(db);
   const collaborations = new CollaborationService(
@@ -58,13 +65,13 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   return {
     db,
     portal,
-    auth: new AuthService(db, portal),
-    users: new UserService(db, portal),
+    auth: new AuthService(db, portal, hasher),
+    users: new UserService(db, portal, hasher),
     roles: new RoleService(db),
     items,
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
-    search: new SearchService(db, portal, items),
+    search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups: new GroupService(db, portal, items),
     featureServices: new FeatureServiceService(db, items),
     webhooks: new WebhookService(db, portal),

@@ -73,6 +73,30 @@ describe("portico serve", () => {
     expect(await stop(second)).toBe(0);
   });
 
+  it("stops cleanly on a SIGTERM that arrives while it is still starting", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-cli-early-"));
+    const db = await createProcessDatabase("portico_cli_early");
+    try {
+      const r = run({
+        PORTICO_DATA_DIR: dir,
+        PORTICO_LOG_LEVEL: "info",
+        PORTICO_PORT: String(await freePort()),
+        ...(db ? { DATABASE_URL: db.url } : {}),
+      });
+      // The first administrator's banner is printed during start-up, before the server listens.
+      for (let waited = 0; !r.output().includes("created the first administrator"); waited += 20) {
+        if (waited > 30_000 || r.child.exitCode !== null) throw new Error(`no banner: ${r.output()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      r.child.kill("SIGTERM");
+      expect(await r.exited).toBe(0);
+      expect(r.output()).toContain("shutting down");
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+      await db?.drop();
+    }
+  });
+
   it("takes flags over environment variables", async () => {
     const envPort = String(await freePort());
     const flagPort = String(await freePort());

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PEER_HEADERS } from "../src/collaboration/peer.js";
 import { fingerprint, signDocument } from "../src/collaboration/signing.js";
 import { createGroup, ok, self, startPeer } from "./helpers/collaboration.js";
 import type { TestPortal } from "./helpers/portico.js";
@@ -314,7 +315,7 @@ describe("collaboration trust", () => {
     });
   });
 
-  it("refuses peer calls that are unsigned, altered or replayed", async () => {
+  it("refuses peer calls that are unsigned, altered, replayed, or whose headers name another sender", async () => {
     const hostId = (
       await ok(host.get(`${self}/collaborations/${collaborationId}`, {}, host.adminToken), "get")
     ).portalId;
@@ -331,10 +332,10 @@ describe("collaboration trust", () => {
       nonce: `n-${Math.random()}`,
       body: {},
     };
-    const call = (e: unknown, signature: string) =>
+    const call = (e: unknown, signature: string, headers: Record<string, string> = {}) =>
       fetch(`${host.api}/portico/peer/state?f=json`, {
         method: "POST",
-        headers: { "content-type": "application/json" },
+        headers: { "content-type": "application/json", ...headers },
         body: JSON.stringify({ envelope: e, signature }),
       }).then((r) => r.json() as Promise<any>);
 
@@ -352,7 +353,19 @@ describe("collaboration trust", () => {
     const altered = await call({ ...envelope, body: { extra: true } }, signature);
     expect(altered.error.message).toMatch(/signature/);
 
-    const first = await call(envelope, signature);
+    // Headers that let a body in must name the sender the envelope is signed by.
+    for (const headers of [
+      { [PEER_HEADERS.collaboration]: collaborationId, [PEER_HEADERS.from]: hostId },
+      { [PEER_HEADERS.collaboration]: "another", [PEER_HEADERS.from]: guestId },
+    ]) {
+      const borrowed = await call(envelope, signature, headers);
+      expect(borrowed.error).toMatchObject({ code: 498, messageCode: "COLLAB_0498" });
+    }
+
+    const first = await call(envelope, signature, {
+      [PEER_HEADERS.collaboration]: collaborationId,
+      [PEER_HEADERS.from]: guestId,
+    });
     expect(first.collaboration.id).toBe(collaborationId);
     const replayed = await call(envelope, signature);
     expect(replayed.error.message).toMatch(/replayed/);

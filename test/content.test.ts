@@ -143,7 +143,15 @@ describe("items and folders", () => {
       { title: "Mine" },
       bob.token,
     );
-    expect(other.error.code).toBe(403);
+    // Bob cannot see Alice's private item: it is "missing" to him, not forbidden.
+    expect(other.error).toMatchObject({ code: 400, messageCode: "CONT_0001" });
+    await portal.post(`${base(alice.username)}/items/${added.id}/share`, { org: true }, alice.token);
+    const seen = await portal.post(
+      `${base(alice.username)}/items/${added.id}/update`,
+      { title: "Mine" },
+      bob.token,
+    );
+    expect(seen.error.code).toBe(403);
   });
 
   it("creates folders, moves items into them, lists them, and refuses deleting a non-empty folder", async () => {

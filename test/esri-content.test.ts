@@ -6,7 +6,7 @@ import {
   shareItemWithGroup,
   unshareItemWithGroup,
 } from "@esri/arcgis-rest-portal";
-import { ArcGISIdentityManager } from "@esri/arcgis-rest-request";
+import { ArcGISIdentityManager, request } from "@esri/arcgis-rest-request";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestPortal, type TestPortal } from "./helpers/portico.js";
 
@@ -55,11 +55,11 @@ describe("Esri arcgis-rest-js content functions", () => {
     });
     expect(group.success).toBe(true);
     // The reader joins the group (added by its owner), so sharing makes the item visible to them.
-    const added = await portal.post(
-      `/community/groups/${group.group.id}/addUsers`,
-      { users: reader.username },
-      owner.token,
-    );
+    // Through the client: its token is bound to the referer the client sends.
+    const added = await request(`${portal.api}/community/groups/${group.group.id}/addUsers`, {
+      params: { users: reader.username },
+      authentication: owner,
+    });
     expect(added.notAdded).toEqual([]);
     await expect(getItem(created.id, { authentication: reader })).rejects.toThrow();
 

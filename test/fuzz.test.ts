@@ -726,10 +726,12 @@ async function repairFixtures(): Promise<void> {
     if (row.disabled) await users.setDisabled(system, who, false);
     if (row.role !== role || row.role_id !== null) await users.updateRole(system, who, role);
     const key = who === ADMIN.username ? "adminToken" : "memberToken";
-    const valid = await portal.portico.services.auth.authenticate(fx[key]).then(
-      () => true,
-      () => false,
-    );
+    const valid = await portal.portico.services.auth
+      .authenticate(fx[key], { referer: undefined, ip: "127.0.0.1" })
+      .then(
+        () => true,
+        () => false,
+      );
     if (!valid) fx[key] = await mintToken(row.id);
   }
 
@@ -1337,6 +1339,22 @@ describe(`the database invariant checker (${engine})`, () => {
           modified: now,
         })
         .execute();
+      // A file whose chunks do not add up to its size (nor to its item's).
+      await trx
+        .insertInto("item_files")
+        .values({
+          item_id: "baditem",
+          kind: "data",
+          name: "d",
+          content_type: "text/plain",
+          file_id: "badfile",
+          size: 10,
+        })
+        .execute();
+      await trx
+        .insertInto("item_file_chunks")
+        .values({ file_id: "badfile", seq: 0, data: Buffer.from("abc") })
+        .execute();
       await trx
         .insertInto("roles")
         .values({
@@ -1520,7 +1538,10 @@ describe(`the database invariant checker (${engine})`, () => {
       const settings = { ...JSON.parse(org.settings), homePageFeaturedContentCount: 500, bogus: 1 };
       await trx
         .updateTable("organizations")
-        .set({ settings: JSON.stringify(settings) })
+        .set({
+          settings: JSON.stringify(settings),
+          security_policy: JSON.stringify({ passwordPolicy: { minLength: 3 } }),
+        })
         .execute();
     });
     if (db.engine === "sqlite") {
@@ -1570,12 +1591,15 @@ describe(`the database invariant checker (${engine})`, () => {
       /^enum: notifications\.status/,
       /^setting: organizations\.settings\.bogus: unknown setting/,
       /^setting: organizations\.settings\.homePageFeaturedContentCount: invalid value 500/,
+      /^security policy: organizations\.security_policy\.passwordPolicy\.minLength: invalid value 3/,
       /^tags: item_tags of tagitem/,
       /^service name: feature_services bad name/,
       /^service item: feature_services bad name: item type Web Map/,
       /^service layers: feature_services bad name: duplicate ids/,
       /^invitation: group_invitations of badgroup/,
       /^token: tokens of /,
+      /^file: item_files baditem data: size 10 but its chunks hold 3 bytes/,
+      /^file: item_files baditem data: the item's size is 0/,
       ...(db.engine === "sqlite"
         ? [
             /^foreign key: item_shares rowid \d+: no row in items/,

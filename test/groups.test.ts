@@ -135,10 +135,11 @@ describe("groups", () => {
 
   it("shows anonymous callers no group of a private organization, not even a public one", async () => {
     const group = await createGroup(owner.token, { title: "Open House", access: "public" });
+    // Anonymous callers are asked for a token for what they may not see, as for what does not exist.
     const r = await portal.get(`/community/groups/${group.id}`);
-    expect(r.error).toMatchObject({ code: 400, messageCode: "COM_0036" });
+    expect(r.error).toMatchObject({ code: 499, messageCode: "GWM_0002" });
     const content = await portal.get(`/content/groups/${group.id}`);
-    expect(content.error).toMatchObject({ code: 400, messageCode: "COM_0036" });
+    expect(content.error).toMatchObject({ code: 499, messageCode: "GWM_0002" });
     expect((await portal.get(`/community/groups/${group.id}`, {}, outsider.token)).access).toBe("public");
   });
 
@@ -496,6 +497,56 @@ describe("groups", () => {
       admins: [member.username, owner.username].sort(),
       users: [outsider.username],
     });
+  });
+
+  it("keeps a group manager from promoting a member by removing it and adding it back as a manager", async () => {
+    const group = await createGroup(owner.token, { title: "No Back Door" });
+    await portal.post(
+      `/community/groups/${group.id}/addUsers`,
+      { users: member.username, admins: outsider.username },
+      owner.token,
+    );
+    const manager = outsider;
+    const removed = await portal.post(
+      `/community/groups/${group.id}/removeUsers`,
+      { users: member.username },
+      manager.token,
+    );
+    expect(removed).toEqual({ notRemoved: [] });
+    const readded = await portal.post(
+      `/community/groups/${group.id}/addUsers`,
+      { admins: member.username },
+      manager.token,
+    );
+    expect(readded.error).toMatchObject({ code: 403, messageCode: "GWM_0004" });
+    expect(readded.error.details[0]).toContain("admins");
+    // Refused as a whole: the plain members named beside it are not added either.
+    const mixed = await portal.post(
+      `/community/groups/${group.id}/addUsers`,
+      { users: member.username, admins: member.username },
+      manager.token,
+    );
+    expect(mixed.error.code).toBe(403);
+    expect(await portal.get(`/community/groups/${group.id}/users`, {}, owner.token)).toEqual({
+      owner: owner.username,
+      admins: [manager.username, owner.username].sort(),
+      users: [],
+    });
+    // A group manager adds members; the owner and administrators choose managers.
+    expect(
+      await portal.post(`/community/groups/${group.id}/addUsers`, { users: member.username }, manager.token),
+    ).toEqual({ notAdded: [] });
+    await portal.post(`/community/groups/${group.id}/removeUsers`, { users: member.username }, owner.token);
+    expect(
+      await portal.post(
+        `/community/groups/${group.id}/addUsers`,
+        { admins: member.username },
+        portal.adminToken,
+      ),
+    ).toEqual({ notAdded: [] });
+    expect((await portal.get(`/community/groups/${group.id}/users`, {}, owner.token)).admins).toContain(
+      member.username,
+    );
   });
 
   it("lists a group's members only to its members and to administrators", async () => {

@@ -81,6 +81,7 @@ describe("metrics", () => {
     expect(samples(text, "portico_sync_jobs").get('{state="in_progress"}')).toBe(0);
     expect(samples(text, "process_resident_memory_bytes").get("")).toBeGreaterThan(0);
     expect(text).toMatch(/^portico_info\{version="\d+\.\d+\.\d+",engine="(sqlite|postgres)"\} 1$/m);
+    expect(samples(text, "portico_database_connected").get("")).toBe(1);
   });
 
   it("serves metrics only to the addresses PORTICO_METRICS_ALLOW lists", async () => {
@@ -149,6 +150,61 @@ describe("request ids", () => {
       const all = JSON.stringify(lines);
       expect(all).not.toContain(ADMIN.password);
       expect(all).not.toContain(token);
+    } finally {
+      await portico.close();
+      await store.destroy();
+    }
+  });
+
+  it("logs URLs with the values of secret parameters redacted, however their names are written", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const stream = new Writable({
+      write(chunk, _enc, done) {
+        for (const line of String(chunk).split("\n").filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const store = newStore();
+    const portico = await startPortico({
+      config: testConfig(store, { PORTICO_LOG_LEVEL: "info" }),
+      schema: store.schema,
+      logger: { stream },
+      announce: () => {},
+    });
+    try {
+      const api = `${portico.address}/sharing/rest`;
+      const signIn = async () =>
+        (
+          await json(
+            await fetch(`${api}/generateToken`, {
+              method: "POST",
+              body: form({ f: "json", ...ADMIN, client: "requestip" }),
+            }),
+          )
+        ).token as string;
+      // The server reads a percent-encoded `token` name as the token: it really is a credential.
+      const encoded = await signIn();
+      const self = await json(await fetch(`${api}/portals/self?f=json&%74oken=${encoded}`));
+      expect(self.user?.username).toBe(ADMIN.username);
+      const upper = await signIn();
+      await fetch(`${api}/portals/self?f=json&%54%4F%4B%45%4E=${upper}`);
+      const revoked = await signIn();
+      await fetch(`${api}/oauth2/revokeToken?f=json&auth_token=${revoked}`);
+      await fetch(`${api}/info?f=json&client_secret=s3cr3t-client&code=s3cr3t-code&refresh_token=s3cr3t-rt`);
+      await fetch(`${api}/info?f=json&new%50assword=s3cr3t-new&oldPassword=s3cr3t-old`);
+
+      const urls = lines
+        .map((l) => (l.req as { url?: string } | undefined)?.url)
+        .filter((u): u is string => u !== undefined);
+      expect(urls).toContain("/sharing/rest/portals/self?f=json&%74oken=[REDACTED]");
+      expect(urls).toContain("/sharing/rest/portals/self?f=json&%54%4F%4B%45%4E=[REDACTED]");
+      expect(urls).toContain("/sharing/rest/oauth2/revokeToken?f=json&auth_token=[REDACTED]");
+      expect(urls).toContain(
+        "/sharing/rest/info?f=json&client_secret=[REDACTED]&code=[REDACTED]&refresh_token=[REDACTED]",
+      );
+      expect(urls).toContain("/sharing/rest/info?f=json&new%50assword=[REDACTED]&oldPassword=[REDACTED]");
+      const all = JSON.stringify(lines);
+      for (const secret of [encoded, upper, revoked, "s3cr3t"]) expect(all).not.toContain(secret);
     } finally {
       await portico.close();
       await store.destroy();

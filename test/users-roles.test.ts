@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "../src/roles/privileges.js";
 import { ADMIN, outbox, startTestPortal, type TestPortal } from "./helpers/portico.js";
 
 const createUserPath = (portal: TestPortal) =>
@@ -90,8 +91,9 @@ describe("users", () => {
   });
 
   it("hides users from anonymous callers of a private organization", async () => {
+    // Asked for a token, as for a user that does not exist (test/existence.test.ts).
     const r = await portal.get(`/community/users/${member.username}`);
-    expect(r.error.code).toBe(400);
+    expect(r.error.code).toBe(499);
   });
 
   it("lets a member update their own profile but not someone else's", async () => {
@@ -315,7 +317,12 @@ describe("updateUserRole and custom roles", () => {
 
   it("lets a custom-role administrator assign only roles within its own privileges, and not touch default administrators", async () => {
     const role = await portal.post("/portals/self/createRole", { name: "Role Changer" }, portal.adminToken);
-    const privileges = ["portal:admin:changeUserRoles", "portal:admin:viewUsers", "portal:user:joinGroup"];
+    // With the User role's privileges, so that User accounts are within what it may manage.
+    const privileges = [
+      "portal:admin:changeUserRoles",
+      "portal:admin:viewUsers",
+      ...BUILT_IN_PRIVILEGES.org_user,
+    ];
     await portal.post(
       `/portals/self/roles/${role.id}/setPrivileges`,
       { privileges: { privileges } },
@@ -342,12 +349,13 @@ describe("updateUserRole and custom roles", () => {
 
   it("keeps custom-role administrators from widening their own role or managing default administrators", async () => {
     const role = await portal.post("/portals/self/createRole", { name: "Account Keeper" }, portal.adminToken);
+    // It holds every privilege of the User role, so User accounts are within what it may manage.
     const held = [
       "portal:admin:manageRoles",
       "portal:admin:updateUsers",
       "portal:admin:disableUsers",
       "portal:admin:viewUsers",
-      "portal:user:joinGroup",
+      ...BUILT_IN_PRIVILEGES.org_user,
     ];
     await portal.post(
       `/portals/self/roles/${role.id}/setPrivileges`,
@@ -370,7 +378,7 @@ describe("updateUserRole and custom roles", () => {
       (await portal.get(`/portals/self/roles/${role.id}/privileges`, {}, portal.adminToken)).privileges,
     ).toEqual(held);
     // Narrowing, or anything within what it holds, is its to do.
-    expect((await setPrivileges(held.filter((p) => p !== "portal:user:joinGroup"))).success).toBe(true);
+    expect((await setPrivileges(held.filter((p) => p !== "portal:admin:manageRoles"))).success).toBe(true);
 
     // A default administrator's account: neither its password nor its enabled state.
     const reset = await portal.post(
@@ -436,5 +444,196 @@ describe("updateUserRole and custom roles", () => {
       portal.adminToken,
     );
     expect((await portal.get("/community/self", {}, u.token)).role).toBe("org_user");
+  });
+});
+
+describe("custom-role administrators and broader accounts", () => {
+  let portal: TestPortal;
+  /** A custom role holding every privilege there is, and one holding only viewUsers + updateUsers. */
+  let fullRole: string;
+  let victim: { username: string; password: string; token: string };
+
+  async function customRole(name: string, privileges: readonly string[]): Promise<string> {
+    const role = await portal.post("/portals/self/createRole", { name }, portal.adminToken);
+    const set = await portal.post(
+      `/portals/self/roles/${role.id}/setPrivileges`,
+      { privileges: { privileges } },
+      portal.adminToken,
+    );
+    if (!set.success) throw new Error(`setPrivileges: ${JSON.stringify(set)}`);
+    return role.id as string;
+  }
+
+  beforeAll(async () => {
+    portal = await startTestPortal();
+    fullRole = await customRole("Everything", ALL_PRIVILEGES);
+    victim = await portal.addUser("broad_victim", fullRole);
+  });
+  afterAll(async () => {
+    await portal.stop();
+  });
+
+  it("refuses a viewUsers + updateUsers role the password reset that would let it sign in as an account with every privilege and grant itself that role", async () => {
+    const narrow = ["portal:admin:viewUsers", "portal:admin:updateUsers"];
+    const attacker = await portal.addUser("desk_attacker", await customRole("Password Desk", narrow));
+    const stolen = "taken-over-password-1";
+
+    // The attack as reported: reset the broader account's password (no old password is asked of
+    // an administrator), sign in with it, and use its changeUserRoles to take its role.
+    const reset = await portal.post(
+      `/community/users/${victim.username}/update`,
+      { password: stolen },
+      attacker.token,
+    );
+    const signIn = await portal.post("/generateToken", {
+      username: victim.username,
+      password: stolen,
+      client: "requestip",
+    });
+    const grant =
+      typeof signIn.token === "string"
+        ? await portal.post(
+            "/portals/self/updateUserRole",
+            { user: attacker.username, role: fullRole },
+            signIn.token,
+          )
+        : undefined;
+    const attackerNow = await portal.get(`/community/users/${attacker.username}`, {}, portal.adminToken);
+    expect({
+      reset: reset.error?.code ?? "success",
+      signedInAsVictim: typeof signIn.token === "string",
+      granted: grant?.success === true,
+      attackerPrivileges: [...attackerNow.privileges].sort(),
+    }).toEqual({
+      reset: 403,
+      signedInAsVictim: false,
+      granted: false,
+      attackerPrivileges: [...narrow].sort(),
+    });
+    expect(reset.error.details[0]).toContain(`'${victim.username}'`);
+
+    // The victim's password and sessions are untouched.
+    expect((await portal.get("/community/self", {}, victim.token)).username).toBe(victim.username);
+    await portal.signIn(victim.username, victim.password);
+    // Its profile is out of reach too, not only its password.
+    const profile = await portal.post(
+      `/community/users/${victim.username}/update`,
+      { description: "defaced" },
+      attacker.token,
+    );
+    expect(profile.error.code).toBe(403);
+  });
+
+  it("refuses a manageRoles + updateUsers role narrowing a broader role to bring its holders within reach, and so the password reset after it", async () => {
+    const desk = ["portal:admin:manageRoles", "portal:admin:viewUsers", "portal:admin:updateUsers"];
+    const attacker = await portal.addUser("role_narrower", await customRole("Role Desk", desk));
+    const broad = [...ALL_PRIVILEGES].filter((p) => p !== "portal:admin:manageSecurity");
+    const broadRole = await customRole("Broad Target", broad);
+    const holder = await portal.addUser("broad_holder", broadRole);
+    const stolen = "taken-over-password-2";
+
+    // The attack as reported: cut the broader role down to {viewUsers}, which the attacker holds;
+    // its holder is then within the account rule, so reset its password and sign in as it.
+    const narrowed = await portal.post(
+      `/portals/self/roles/${broadRole}/setPrivileges`,
+      { privileges: { privileges: ["portal:admin:viewUsers"] } },
+      attacker.token,
+    );
+    const reset = await portal.post(
+      `/community/users/${holder.username}/update`,
+      { password: stolen },
+      attacker.token,
+    );
+    expect({
+      narrowed: narrowed.error?.code ?? "success",
+      reset: reset.error?.code ?? "success",
+    }).toEqual({ narrowed: 403, reset: 403 });
+    expect(narrowed.error.details[0]).toMatch(/role 'Broad Target' .* the caller lacks portal:/);
+    const after = await portal.get(`/portals/self/roles/${broadRole}/privileges`, {}, portal.adminToken);
+    expect([...after.privileges].sort()).toEqual([...broad].sort());
+    expect((await portal.get("/community/self", {}, holder.token)).username).toBe(holder.username);
+
+    // Narrowing a role within its own privileges, and widening it within them, stay its to do.
+    const within = await customRole("Within Desk", ["portal:admin:viewUsers", "portal:admin:updateUsers"]);
+    const setWithin = (privileges: string[]) =>
+      portal.post(
+        `/portals/self/roles/${within}/setPrivileges`,
+        { privileges: { privileges } },
+        attacker.token,
+      );
+    expect((await setWithin(["portal:admin:viewUsers"])).success).toBe(true);
+    expect((await setWithin(desk)).success).toBe(true);
+    // A default administrator changes any role.
+    expect(
+      (
+        await portal.post(
+          `/portals/self/roles/${broadRole}/setPrivileges`,
+          { privileges: { privileges: ["portal:admin:viewUsers"] } },
+          portal.adminToken,
+        )
+      ).success,
+    ).toBe(true);
+  });
+
+  it("refuses changeUserRoles, disableUsers and deleteUsers on a broader account, and allows them on an equal one", async () => {
+    const held = [
+      "portal:admin:viewUsers",
+      "portal:admin:changeUserRoles",
+      "portal:admin:disableUsers",
+      "portal:admin:deleteUsers",
+      ...BUILT_IN_PRIVILEGES.org_user,
+    ];
+    const role = await customRole("Account Desk", held);
+    const desk = await portal.addUser("account_desk", role);
+    const peer = await portal.addUser("account_peer", role);
+    const act = (path: string, params: Record<string, unknown> = {}) => portal.post(path, params, desk.token);
+
+    const demote = await act("/portals/self/updateUserRole", { user: victim.username, role: "org_user" });
+    const disable = await act(`/community/users/${victim.username}/disable`);
+    const remove = await act(`/community/users/${victim.username}/delete`);
+    expect([demote, disable, remove].map((r) => r.error?.code ?? "success")).toEqual([403, 403, 403]);
+    const after = await portal.get(`/community/users/${victim.username}`, {}, portal.adminToken);
+    expect(after).toMatchObject({ roleId: fullRole, disabled: false });
+
+    // An account holding the same role is within the desk's privileges.
+    expect(
+      (await act("/portals/self/updateUserRole", { user: peer.username, role: "org_user" })).success,
+    ).toBe(true);
+    expect((await act(`/community/users/${peer.username}/disable`)).success).toBe(true);
+    expect((await act(`/community/users/${peer.username}/enable`)).success).toBe(true);
+    expect((await act(`/community/users/${peer.username}/delete`)).success).toBe(true);
+  });
+
+  it("refuses reassigning content out of or into a broader account", async () => {
+    const held = ["portal:admin:reassignItems", "portal:admin:viewItems", ...BUILT_IN_PRIVILEGES.org_user];
+    const mover = await portal.addUser("content_mover", await customRole("Content Mover", held));
+    const addItem = async (owner: { username: string; token: string }) => {
+      const r = await portal.post(
+        `/content/users/${owner.username}/addItem`,
+        { title: `Item of ${owner.username}`, type: "Web Map", text: "{}" },
+        owner.token,
+      );
+      return r.id as string;
+    };
+    const theirs = await addItem(victim);
+    const taken = await portal.post(
+      `/content/users/${victim.username}/items/${theirs}/reassign`,
+      { targetUsername: mover.username },
+      mover.token,
+    );
+    expect(taken.error.code).toBe(403);
+    const mine = await addItem(mover);
+    const planted = await portal.post(
+      `/content/users/${mover.username}/items/${mine}/reassign`,
+      { targetUsername: victim.username },
+      mover.token,
+    );
+    expect(planted.error.code).toBe(403);
+    const owners = await Promise.all(
+      [theirs, mine].map(
+        async (id) => (await portal.get(`/content/items/${id}`, {}, portal.adminToken)).owner,
+      ),
+    );
+    expect(owners).toEqual([victim.username, mover.username]);
   });
 });

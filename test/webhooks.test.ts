@@ -500,6 +500,13 @@ describe("address guard", () => {
         "http://[::1]:8080/hook",
         "http://[::ffff:127.0.0.1]/hook",
         "http://localhost:9/hook",
+        // IPv4-compatible IPv6, site-local, the discard prefix, and IPv4 in hex and decimal.
+        "http://[::127.0.0.1]/hook",
+        "http://[::169.254.169.254]/latest/meta-data",
+        "http://[fec0::1]/hook",
+        "http://[100::1]/hook",
+        "http://0x7f000001/hook",
+        "http://2130706433/hook",
       ]) {
         const r = await guarded.post(
           `${hooks}/createWebhook`,
@@ -508,7 +515,7 @@ describe("address guard", () => {
         );
         expect(r.error?.code, url).toBe(400);
         expect(JSON.stringify(r.error), url).toMatch(
-          /refused: .*(loopback|private|linkLocal|carrierGradeNat)/,
+          /refused: .*(loopback|private|linkLocal|carrierGradeNat|ipv4Compatible|deprecatedSiteLocal|discard)/,
         );
       }
       expect(receiver.received).toHaveLength(0);

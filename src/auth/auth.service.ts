@@ -3,28 +3,85 @@ import { FeedCache } from "../db/cache.js";
 import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
-import { PortalService } from "../portal/portal.service.js";
-import { findUser, updateUser } from "../users/user.repository.js";
+import { type Organization, PortalService } from "../portal/portal.service.js";
+import { findUser, type UserRow, updateUser } from "../users/user.repository.js";
 import { type Caller, makeCaller } from "./caller.js";
-import { dummyPasswordHash, hashPassword, needsRehash, verifyPassword } from "./password.js";
-import { deleteExpiredTokens, deleteToken, findTokenHolder, insertToken } from "./token.repository.js";
+import { dummyPasswordHash, needsRehash, type PasswordHasher } from "./password.js";
+import { hashNewPassword } from "./password-change.js";
+import { LOCKOUT_RULE_RANGES, passwordExpiresAt } from "./security-policy.js";
+import {
+  deleteStaleSignInFailures,
+  endSignInFailures,
+  findSignInFailures,
+  passwordSetAt,
+  recordFailedAttempt,
+  recordPassword,
+  releaseSignInAttempt,
+  reserveSignInAttempt,
+} from "./sign-in.repository.js";
+import {
+  deleteExpiredTokens,
+  deleteToken,
+  deleteTokensOfUser,
+  findTokenHolder,
+  insertToken,
+} from "./token.repository.js";
+import {
+  clientGroup,
+  isIpAddress,
+  normalizeIp,
+  type Presenter,
+  presenterAllowed,
+  type TokenClient,
+} from "./token-binding.js";
 
 export interface TokenRequest {
   username: string;
   password: string;
   /** Minutes; capped by the organization's maximum. */
   expiration?: number | undefined;
-  client: "referer" | "ip" | "requestip";
+  client: TokenClient;
+  /** Required with `client=referer`: the token then works only from pages under it. */
   referer?: string | undefined;
+  /** Required with `client=ip`: the token then works only from that address. */
   ip?: string | undefined;
-  /** Address the request came from, used when `client` is `requestip`. */
+  /** Address the request came from: what a `requestip` token is bound to, and the hashing share. */
   requestIp: string;
+  /** Sets a new password while signing in (how an expired password is changed). */
+  newPassword?: string | undefined;
 }
 
 export interface IssuedToken {
   token: string;
   expires: number;
   ssl: boolean;
+}
+
+interface TokenHolder {
+  caller: Caller;
+  expires: number;
+  /** `generateToken`'s `client`, and the referer or address the token is bound to. */
+  client: string;
+  bound: string;
+}
+
+/** What a new token is bound to: the referer, the given address, or the requester's address. */
+function boundTo(request: TokenRequest): string {
+  if (request.client === "referer") {
+    if (request.referer === undefined || request.referer === "") throw errors.missingParameter("referer");
+    return request.referer;
+  }
+  if (request.client === "ip") {
+    if (request.ip === undefined || request.ip === "") throw errors.missingParameter("ip");
+    if (!isIpAddress(request.ip)) throw errors.invalidParameter("ip", "must be an IPv4 or IPv6 address");
+    return normalizeIp(request.ip);
+  }
+  return normalizeIp(request.requestIp);
+}
+
+/** The locked answer, with the minutes left of a lock that ends at `until`. */
+function lockedUntil(until: number, now: number) {
+  return errors.accountLocked(Math.max(1, Math.ceil((until - now) / 60_000)));
 }
 
 /** Token lifetime when the request does not ask for one (ArcGIS: 60 minutes). */
@@ -41,54 +98,152 @@ export function hashToken(token: string): string {
  */
 export class AuthService {
   /** Token holders by token hash: every authenticated request needs one. */
-  private readonly holders: FeedCache<string, { caller: Caller; expires: number }>;
+  private readonly holders: FeedCache<string, TokenHolder>;
 
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
+    private readonly hasher: PasswordHasher,
   ) {
     this.holders = new FeedCache(db.feed, ["auth"], (holder) => holder.caller.userId);
   }
 
   async generateToken(request: TokenRequest): Promise<IssuedToken> {
-    const user = await findUser(this.db.kysely, request.username);
-    // Verify against a dummy hash for unknown users so both failures take the same time.
-    const valid = await verifyPassword(request.password, user?.password_hash ?? (await dummyPasswordHash()));
-    if (!user || !valid) throw errors.badCredentials();
+    const bound = boundTo(request);
+    const org = await this.portal.get();
+    const { lockoutPolicy } = org.securityPolicy;
+    // Failures are counted by name, whether an account has it or not, so that a locked answer
+    // says nothing about which usernames exist. The attempt is counted before any hashing, in one
+    // statement: a check made first and a count made after the hash would let a burst of parallel
+    // guesses all pass the check. A locked name, or one whose run is full, costs no hashing.
+    const usernameKey = request.username.toLowerCase();
+    const ruleAt = (now: number) => ({
+      windowStart: now - lockoutPolicy.failedAttemptsWindowInMinutes * 60_000,
+      maxAttempts: lockoutPolicy.maxFailedAttempts,
+      lockUntil: now + lockoutPolicy.lockoutDurationInMinutes * 60_000,
+    });
+    const reservedAt = Date.now();
+    const run = await this.db.transaction((trx) =>
+      reserveSignInAttempt(trx, usernameKey, reservedAt, ruleAt(reservedAt)),
+    );
+    if (run === undefined) {
+      const failures = await findSignInFailures(this.db.kysely, usernameKey);
+      const now = Date.now();
+      const until =
+        failures && failures.locked_until > now ? Number(failures.locked_until) : ruleAt(now).lockUntil;
+      throw lockedUntil(until, now);
+    }
+    let failed = false;
+    try {
+      const user = await findUser(this.db.kysely, request.username);
+      // Verify against a dummy hash for unknown users so both failures take the same time.
+      const valid = await this.hasher.verify(
+        request.password,
+        user?.password_hash ?? (await dummyPasswordHash()),
+        clientGroup(request.requestIp),
+      );
+      if (!user || !valid) {
+        failed = true;
+        const now = Date.now();
+        await this.db.transaction((trx) => recordFailedAttempt(trx, usernameKey, run, now, ruleAt(now)));
+        throw errors.badCredentials();
+      }
+      return await this.issue(request, org, user, usernameKey, bound);
+    } catch (err) {
+      // The attempt was not a wrong password (the hashing queue was full, the account is disabled,
+      // the new password was refused, the name was locked meanwhile): it does not count.
+      if (!failed) await this.db.transaction((trx) => releaseSignInAttempt(trx, usernameKey, run));
+      throw err;
+    }
+  }
+
+  /** The right password was given: the new password, expiry and lock checks, then the token. */
+  private async issue(
+    request: TokenRequest,
+    org: Organization,
+    user: UserRow,
+    usernameKey: string,
+    bound: string,
+  ): Promise<IssuedToken> {
+    const { passwordPolicy } = org.securityPolicy;
     if (user.disabled) throw errors.accountDisabled();
 
-    const org = await this.portal.get();
+    let newHash: string | undefined;
+    if (request.newPassword !== undefined) {
+      newHash = await hashNewPassword(
+        { q: this.db.kysely, hasher: this.hasher },
+        passwordPolicy,
+        user,
+        request.newPassword,
+        "newPassword",
+        clientGroup(request.requestIp),
+      );
+    } else {
+      const expires = passwordExpiresAt(
+        passwordPolicy,
+        (await passwordSetAt(this.db.kysely, user.id)) ?? user.created,
+      );
+      if (expires !== undefined && expires <= Date.now()) {
+        // The right password was given: the failures before it no longer count, unless they
+        // locked the name (then the right password says nothing more than a wrong one).
+        const now = Date.now();
+        const locked = await this.db.transaction((trx) => endSignInFailures(trx, usernameKey, now));
+        if (locked !== undefined) throw lockedUntil(locked, now);
+        throw errors.passwordExpired();
+      }
+    }
+
     const maxMinutes = PortalService.maxTokenMinutes(org.settings);
     const minutes = Math.min(request.expiration ?? DEFAULT_TOKEN_MINUTES, maxMinutes);
     const now = Date.now();
     const expires = now + minutes * 60_000;
     const token = randomBytes(32).toString("base64url");
-    const upgradedHash = needsRehash(user.password_hash) ? await hashPassword(request.password) : undefined;
+    const upgradedHash =
+      newHash === undefined && needsRehash(user.password_hash)
+        ? await this.hasher.hash(request.password, clientGroup(request.requestIp))
+        : undefined;
 
     await this.db.transaction(
       async (trx) => {
+        // Checked in the transaction that issues the token: a lock set by attempts still being
+        // checked when this one was admitted (or by a burst of more than the policy allows)
+        // refuses the right password too, and nothing is written.
+        const locked = await endSignInFailures(trx, usernameKey, now);
+        if (locked !== undefined) throw lockedUntil(locked, now);
+        // A new password ends the account's other sessions, as a change through `update` does.
+        if (newHash !== undefined) {
+          await deleteTokensOfUser(trx, user.id);
+          await recordPassword(trx, user.id, newHash, now);
+        }
         await insertToken(trx, {
           token_hash: hashToken(token),
           user_id: user.id,
           created: now,
           expires,
           client: request.client,
-          referer: request.client === "referer" ? (request.referer ?? "") : (request.ip ?? request.requestIp),
+          referer: bound,
         });
+        const passwordHash = newHash ?? upgradedHash;
         await updateUser(trx, user.id, {
           last_login: now,
-          ...(upgradedHash ? { password_hash: upgradedHash } : {}),
+          ...(passwordHash ? { password_hash: passwordHash } : {}),
+          ...(newHash ? { modified: now } : {}),
         });
-        await recordEvent(
-          trx,
-          {
-            source: "user",
-            operation: "signin",
-            objectId: user.username,
-            actor: { id: user.id, username: user.username },
-          },
-          now,
-        );
+        // A password changed at sign-in is a user update, besides the sign-in itself.
+        for (const operation of newHash !== undefined
+          ? (["update", "signin"] as const)
+          : (["signin"] as const)) {
+          await recordEvent(
+            trx,
+            {
+              source: "user",
+              operation,
+              objectId: user.username,
+              actor: { id: user.id, username: user.username },
+            },
+            now,
+          );
+        }
       },
       // lastLogin is part of the signed-in user's cached resource.
       { changes: [`auth:${user.id}`] },
@@ -97,19 +252,37 @@ export class AuthService {
   }
 
   /**
-   * The caller a token stands for. Throws 498 for an unknown, expired or disabled user's token.
+   * The caller a token stands for. Throws 498 for an unknown or expired token, a disabled user's,
+   * and a token presented from where it may not be used (another referer or address than the one
+   * it was made for).
    */
-  async authenticate(token: string): Promise<Caller> {
-    return (await this.session(token)).caller;
+  async authenticate(token: string, presenter: Presenter): Promise<Caller> {
+    return (await this.presentedSession(token, presenter)).caller;
   }
 
-  /** The caller of a valid token and when the token expires (epoch ms). */
-  async session(token: string): Promise<{ caller: Caller; expires: number }> {
+  /**
+   * As `authenticate`, with when the token expires (epoch ms): what exchanging a token for a
+   * server's (`generateToken` with `serverUrl`) answers. The binding is checked there too, or a
+   * token taken from elsewhere would be renewed into one that works anywhere the exchange is made.
+   */
+  async presentedSession(token: string, presenter: Presenter): Promise<{ caller: Caller; expires: number }> {
+    const session = await this.session(token);
+    if (!presenterAllowed(session.client, session.bound, presenter)) throw errors.invalidToken();
+    return { caller: session.caller, expires: session.expires };
+  }
+
+  /** The caller of a valid token, when the token expires (epoch ms) and what it is bound to. */
+  private async session(token: string): Promise<TokenHolder> {
     const hash = hashToken(token);
     const holder = await this.holders.get(hash, async () => {
       const row = await findTokenHolder(this.db.kysely, hash);
       if (!row || row.disabled) return undefined;
-      return { caller: Object.freeze(makeCaller(row)), expires: row.expires };
+      return {
+        caller: Object.freeze(makeCaller(row)),
+        expires: row.expires,
+        client: row.client,
+        bound: row.referer,
+      };
     });
     if (!holder) throw errors.invalidToken();
     if (holder.expires <= Date.now()) {
@@ -139,8 +312,25 @@ export class AuthService {
     );
   }
 
-  /** Removes expired token rows; run periodically. */
+  /** Password hashes running and waiting now (the hashing limiter's state). */
+  get hashingLoad(): { running: number; queued: number } {
+    return this.hasher.load;
+  }
+
+  /**
+   * Removes expired token rows, and failed sign-ins too old to count under any lockout policy
+   * (most are of names no account has); run periodically.
+   */
   purgeExpired(): Promise<number> {
-    return this.db.transaction((trx) => deleteExpiredTokens(trx, Date.now()));
+    const now = Date.now();
+    const longest =
+      Math.max(
+        LOCKOUT_RULE_RANGES.failedAttemptsWindowInMinutes.max,
+        LOCKOUT_RULE_RANGES.lockoutDurationInMinutes.max,
+      ) * 60_000;
+    return this.db.transaction(
+      async (trx) =>
+        (await deleteExpiredTokens(trx, now)) + (await deleteStaleSignInFailures(trx, now - longest)),
+    );
   }
 }

@@ -19,15 +19,26 @@ export function makeCaller(row: {
   rolePrivileges: string | null;
 }): Caller {
   const role: BuiltInRole = isBuiltInRole(row.role) ? row.role : "org_user";
-  const privileges: readonly string[] =
-    row.roleId !== null ? (JSON.parse(row.rolePrivileges ?? "[]") as string[]) : BUILT_IN_PRIVILEGES[role];
   return {
     userId: row.userId,
     username: row.username,
     role,
     roleId: row.roleId,
-    privileges: new Set(privileges),
+    privileges: new Set(privilegesOf(row)),
   };
+}
+
+/**
+ * The privileges an account holds: its custom role's (stored as JSON text on the role) when it has
+ * one, otherwise those of its built-in role.
+ */
+export function privilegesOf(account: {
+  role: string;
+  roleId: string | null;
+  rolePrivileges: string | null;
+}): readonly string[] {
+  if (account.roleId !== null) return JSON.parse(account.rolePrivileges ?? "[]") as string[];
+  return BUILT_IN_PRIVILEGES[isBuiltInRole(account.role) ? account.role : "org_user"];
 }
 
 export function hasPrivilege(caller: Caller | null, privilege: Privilege): boolean {
@@ -62,16 +73,69 @@ export function requireMayGrant(caller: Caller, privileges: readonly string[], w
 }
 
 /**
- * A default administrator's account (role, profile, password, enabled, existence) is managed by
- * default administrators only, so a custom-role administrator cannot take over or lock out one.
+ * Changing what a role's holders may do (setting its privileges) is limited to administrators who
+ * hold every privilege the role has now, as well as the new ones (`requireMayGrant`). Narrowing is
+ * not harmless: cutting a broader role down to privileges the caller holds puts every holder
+ * within `requireMayManageAccountOf`'s reach, and the caller could then reset their passwords and
+ * sign in as them; with the rule, a role is changed only by someone who could manage its holders
+ * already. Default administrators hold every privilege.
  */
-export function requireMayManageAccountOf(
+export function requireMayChangeRole(
   caller: Caller,
-  target: { role: string; role_id: string | null },
+  role: { name: string; privileges: readonly string[] },
   what: string,
 ): void {
-  if (target.role === "org_admin" && target.role_id === null && !isDefaultAdministrator(caller)) {
+  if (isDefaultAdministrator(caller)) return;
+  const missing = role.privileges.filter((p) => !caller.privileges.has(p));
+  if (missing.length > 0) {
+    throw errors.forbidden(
+      `Only an administrator holding every privilege of the role '${role.name}' may ${what} it; the caller lacks ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}.`,
+    );
+  }
+}
+
+/**
+ * An account an administrator acts on, as read by `findAccount` / `findUserForUpdate`: the user
+ * with the privileges of its custom role (null for a built-in role).
+ */
+export interface ManagedAccount {
+  username: string;
+  role: string;
+  role_id: string | null;
+  role_privileges: string | null;
+}
+
+/**
+ * Whether an administrator may act on another member's account: update its profile, reset its
+ * password, change its role, disable, enable or delete it, or reassign its content to or from it.
+ *
+ * An administrator may manage only accounts whose privileges are a subset of its own. Otherwise a
+ * custom role holding only viewUsers and updateUsers could reset the password of an account with
+ * every privilege (no old password is asked of an administrator), sign in as it and grant itself
+ * the lot; likewise changeUserRoles, disableUsers and deleteUsers against broader accounts. A
+ * default administrator's account is managed by default administrators only, even by a custom role
+ * holding every privilege, so that a custom role cannot take over or lock out the organization's
+ * owners. Default administrators hold every privilege and manage everyone.
+ *
+ * A user acting on its own account is not managing another's: the self rules of each operation
+ * (the old password, no disabling or deleting oneself) apply instead, so callers skip this check
+ * for the caller's own account.
+ */
+export function requireMayManageAccountOf(caller: Caller, target: ManagedAccount, what: string): void {
+  if (isDefaultAdministrator(caller)) return;
+  if (target.role === "org_admin" && target.role_id === null) {
     throw errors.forbidden(`Only a default administrator may ${what} a default administrator.`);
+  }
+  const held = privilegesOf({
+    role: target.role,
+    roleId: target.role_id,
+    rolePrivileges: target.role_privileges,
+  });
+  const missing = held.filter((p) => !caller.privileges.has(p));
+  if (missing.length > 0) {
+    throw errors.forbidden(
+      `Only an administrator holding every privilege of '${target.username}' may ${what} it; the caller lacks ${missing.slice(0, 5).join(", ")}${missing.length > 5 ? ", …" : ""}.`,
+    );
   }
 }
 

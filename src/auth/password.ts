@@ -1,4 +1,6 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual } from "node:crypto";
+import { errors } from "../errors.js";
+import { FairLimiter } from "./fair-limiter.js";
 
 /**
  * Password hashing with scrypt, a memory-hard function built into Node (no native add-on).
@@ -51,4 +53,49 @@ export function dummyPasswordHash(): Promise<string> {
 /** A strong generated password for the first administrator: 24 characters, about 143 bits. */
 export function generatePassword(): string {
   return randomBytes(18).toString("base64url");
+}
+
+export interface HashingLimits {
+  /** scrypt runs at once (64 MiB each). */
+  concurrency: number;
+  /** Hashes that may wait for a slot; more are refused at once. */
+  maxQueued: number;
+}
+
+export const DEFAULT_HASHING_LIMITS: Readonly<HashingLimits> = Object.freeze({
+  concurrency: 2,
+  maxQueued: 32,
+});
+
+/**
+ * Every password hash and verification of the process goes through one fair limiter: scrypt takes
+ * 64 MiB and most of a core for a few hundred ms, so unbounded concurrent sign-ins are a cheap way
+ * to exhaust memory and to starve real sign-ins. Each source (the caller's address, an IPv6 one by
+ * its /64, or the account being changed) may hold a quarter of the queue at most, and waiting
+ * sources are served in turn.
+ */
+export class PasswordHasher {
+  private readonly limiter: FairLimiter;
+
+  constructor(limits: HashingLimits = DEFAULT_HASHING_LIMITS) {
+    this.limiter = new FairLimiter({
+      concurrency: limits.concurrency,
+      maxQueued: limits.maxQueued,
+      maxQueuedPerKey: Math.max(1, Math.ceil(limits.maxQueued / 4)),
+      busy: errors.signInBusy,
+    });
+  }
+
+  /** Hashes being computed and waiting. */
+  get load(): { running: number; queued: number } {
+    return this.limiter.load;
+  }
+
+  hash(password: string, source: string): Promise<string> {
+    return this.limiter.run(source, () => hashPassword(password));
+  }
+
+  verify(password: string, stored: string, source: string): Promise<boolean> {
+    return this.limiter.run(source, () => verifyPassword(password, stored));
+  }
 }

@@ -14,6 +14,8 @@ export function findTokenHolder(q: Queryable, tokenHash: string) {
     .leftJoin("roles", "roles.id", "users.role_id")
     .select([
       "tokens.expires",
+      "tokens.client",
+      "tokens.referer",
       "users.id as userId",
       "users.username",
       "users.role",

@@ -40,13 +40,22 @@ async function main(argv: string[]): Promise<number> {
     for (const f of findings) process.stdout.write(`${f.level.padEnd(5)} ${f.check}: ${f.detail}\n`);
     return findings.some((f) => f.level === "FAIL") ? 1 : 0;
   }
+  // Handlers first: the server answers as soon as it listens, while start-up still starts the
+  // background engines, and a SIGTERM in that window would otherwise end the process unclean. A
+  // signal that arrives before start-up is done is acted on once it is.
+  let requested: string | undefined;
+  let stop = (signal: string) => {
+    requested ??= signal;
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
   const portico = await startPortico({ config });
   portico.app.log.info(
     { address: portico.address, publicUrl: portico.publicUrl, database: portico.db.engine },
     `portico listening at ${portico.publicUrl}${config.contextPath}/sharing/rest`,
   );
   let stopping = false;
-  const stop = (signal: string) => {
+  stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     portico.app.log.info({ signal }, "shutting down");
@@ -67,8 +76,7 @@ async function main(argv: string[]): Promise<number> {
       },
     );
   };
-  process.on("SIGTERM", () => stop("SIGTERM"));
-  process.on("SIGINT", () => stop("SIGINT"));
+  if (requested) stop(requested);
   return -1;
 }
 

@@ -23,6 +23,13 @@ export interface PeerEnvelope {
   body: Record<string, unknown>;
 }
 
+/**
+ * Headers in which a call names its collaboration and its sender (the envelope's
+ * `collaborationId` and `from`), so that the callee can refuse a large body from a portal it does
+ * not know before reading it. They prove nothing: the signature in the body still decides.
+ */
+export const PEER_HEADERS = { collaboration: "x-portico-collaboration", from: "x-portico-from" } as const;
+
 /** How far a call's `issued` may be from the callee's clock. */
 export const PEER_CLOCK_WINDOW_MS = 5 * 60 * 1000;
 /** Largest answer read from a peer: a batch of items with their data. */
@@ -114,7 +121,11 @@ export class PeerClient {
     let status: number;
     try {
       const res = await this.guard.post(`${portalUrl}/sharing/rest/portico/peer/${envelope.op}?f=json`, {
-        headers: { "content-type": "application/json" },
+        headers: {
+          "content-type": "application/json",
+          [PEER_HEADERS.collaboration]: envelope.collaborationId,
+          [PEER_HEADERS.from]: envelope.from,
+        },
         body: JSON.stringify({ envelope: full, signature }),
         connectTimeoutMs: 10_000,
         totalTimeoutMs: timeoutMs,
@@ -149,7 +160,13 @@ export class PeerClient {
   }
 }
 
-/** Checks an incoming envelope's signature, clock and nonce; returns the reason it is refused. */
+/** The refusal of a call whose signature does not match: its sender is not known to be anyone. */
+export const SIGNATURE_MISMATCH = "the signature does not match the participant's key";
+
+/**
+ * Checks an incoming envelope's signature, clock and nonce; returns the reason it is refused. The
+ * signature comes first: the other reasons are told only to a caller proven to be the participant.
+ */
 export async function peerRefusal(
   db: Db,
   envelope: PeerEnvelope,
@@ -157,9 +174,8 @@ export async function peerRefusal(
   publicKey: string,
   selfId: string,
 ): Promise<string | undefined> {
+  if (!verifyDocument(envelope, signature, publicKey)) return SIGNATURE_MISMATCH;
   if (envelope.to !== selfId) return "the call is addressed to another portal";
-  if (!verifyDocument(envelope, signature, publicKey))
-    return "the signature does not match the participant's key";
   const now = Date.now();
   if (typeof envelope.issued !== "number" || Math.abs(now - envelope.issued) > PEER_CLOCK_WINDOW_MS) {
     return "the call was issued outside the accepted clock window (5 minutes)";

@@ -1,11 +1,5 @@
-import {
-  deleteItem,
-  findItem,
-  insertItem,
-  putFile,
-  replaceTags,
-  updateItem,
-} from "../content/item.repository.js";
+import { deleteFile, type FileKind, readAll, writeFile } from "../content/file-store.js";
+import { deleteItem, findItem, insertItem, replaceTags, updateItem } from "../content/item.repository.js";
 import type { Db, Queryable } from "../db/database.js";
 import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
@@ -143,11 +137,6 @@ export async function exportItems(q: Queryable, groupId: string, ids: readonly s
         .execute()
     ).map((r) => r.item_id),
   );
-  const files = await q
-    .selectFrom("item_files")
-    .selectAll()
-    .where("item_id", "in", [...ids])
-    .execute();
   // A received copy is never sent on, even when asked for by id.
   const copies = new Set(
     (
@@ -159,14 +148,24 @@ export async function exportItems(q: Queryable, groupId: string, ids: readonly s
     ).map((r) => r.item_id),
   );
   const byId = new Map(rows.map((r) => [r.id, r]));
-  return ids.map((id): Export => {
+  // One item at a time: the packages carry whole files (base64 in JSON), but a file is read from
+  // its chunks only when its item is packaged, so at most one item's files are being read.
+  const out: Export[] = [];
+  for (const id of ids) out.push(await exportOne(id));
+  return out;
+
+  async function exportOne(id: string): Promise<Export> {
     const row = byId.get(id);
     if (!row) return { id, state: "deleted" };
     if (!shared.has(id) || copies.has(id)) return { id, state: "unshared" };
-    const file = (kind: string): FilePackage | null => {
-      const f = files.find((x) => x.item_id === id && x.kind === kind);
-      return f
-        ? { name: f.name, contentType: f.content_type, content: Buffer.from(f.content).toString("base64") }
+    const file = async (kind: FileKind): Promise<FilePackage | null> => {
+      const stored = await readAll(q, id, kind);
+      return stored
+        ? {
+            name: stored.file.name,
+            contentType: stored.file.contentType,
+            content: stored.bytes.toString("base64"),
+          }
         : null;
     };
     return {
@@ -184,11 +183,11 @@ export async function exportItems(q: Queryable, groupId: string, ids: readonly s
         url: row.url,
         properties: row.properties ? (JSON.parse(row.properties) as Record<string, unknown>) : null,
         size: Number(row.size),
-        data: file("data"),
-        thumbnail: file("thumbnail"),
+        data: await file("data"),
+        thumbnail: await file("thumbnail"),
       },
     };
-  });
+  }
 }
 
 interface Target {
@@ -275,7 +274,7 @@ async function applyOne(
       modified: Math.max(now, existing.modified + 1),
     });
     await replaceTags(trx, itemId, pkg.tags);
-    await trx.deleteFrom("item_files").where("item_id", "=", itemId).execute();
+    await deleteFile(trx, itemId);
     action = "updated";
   } else {
     itemId = newId();
@@ -302,13 +301,13 @@ async function applyOne(
     ["thumbnail", pkg.thumbnail],
   ] as const) {
     if (file) {
-      await putFile(trx, {
-        item_id: itemId,
+      await writeFile(
+        trx,
+        itemId,
         kind,
-        name: file.name,
-        content_type: file.contentType,
-        content: Buffer.from(file.content, "base64"),
-      });
+        { name: file.name, contentType: file.contentType },
+        { data: Buffer.from(file.content, "base64") },
+      );
     }
   }
   await recordEvent(

@@ -10,15 +10,25 @@ import {
   sends,
   type WorkspaceConfig,
 } from "./collaboration.service.js";
-import { PeerCallFailed, type PeerEnvelope, peerRefusal } from "./peer.js";
+import { PeerCallFailed, type PeerEnvelope, peerRefusal, SIGNATURE_MISMATCH } from "./peer.js";
+import {
+  admitApply,
+  admitExport,
+  answerProblem,
+  BATCH_BYTES,
+  BATCH_ITEMS,
+  type CallLimits,
+  MAX_TRANSPORT_BYTES,
+  MB,
+  type Offered,
+  requestProblem,
+} from "./peer-messages.js";
 import {
   applyItems,
   difference,
-  type Export,
   exportItems,
   type Holdings,
   holdings,
-  type ItemPackage,
   type ItemResult,
   type OfferEntry,
   offer,
@@ -41,18 +51,9 @@ import {
 
 /** What a host answers a guest it no longer counts (removed, left, collaboration deleted). */
 const ENDED = "COLLAB_0410";
-/** What a host answers a portal it does not know (yet): its response was not imported. */
-const NOT_PARTICIPANT = "COLLAB_0403";
+/** What a host answers a call it cannot authenticate (`errors.peerCallRefused`), among others. */
+const REFUSED = "COLLAB_0498";
 const RUNNING: readonly SyncJobTable["status"][] = ["submitted", "started", "in_progress"];
-/** Items per peer call, and bytes of data per call. */
-const BATCH_ITEMS = 100;
-const BATCH_BYTES = 16 * 1024 * 1024;
-const MB = 1024 * 1024;
-/**
- * Largest item data a sync moves: items travel base64-encoded in JSON, and a request may be at
- * most 110 MB (the server's body limit), so larger items are reported failed rather than sent.
- */
-const MAX_TRANSPORT_BYTES = 64 * MB;
 /** Debounce of realtime triggers: changes within this window make one sync. */
 const REALTIME_DELAY_MS = 500;
 
@@ -428,8 +429,9 @@ export class SyncEngine {
     body: Record<string, unknown>,
   ): Promise<T> {
     if (this.abort.signal.aborted) throw new JobFailed("the portal is stopping; start the sync again");
+    let answer: unknown;
     try {
-      return await this.collabs.peers.call<T>(to.portal_url, {
+      answer = await this.collabs.peers.call<unknown>(to.portal_url, {
         collaborationId,
         from: await this.collabs.selfId(),
         to: to.portal_id,
@@ -442,11 +444,18 @@ export class SyncEngine {
         await this.db.transaction((trx) => this.collabs.dropCollaboration(trx, collaborationId));
         throw new JobFailed(`the host ended this portal's participation (${err.message})`);
       }
-      if (err instanceof PeerCallFailed && err.messageCode === NOT_PARTICIPANT) {
-        throw new JobFailed("the host has not imported this portal's invitation response yet");
+      if (err instanceof PeerCallFailed && err.messageCode === REFUSED) {
+        // The host tells an unknown caller nothing more, so the likely cause is said here.
+        throw new JobFailed(
+          `${err.message}; a host refuses a guest's calls until its administrator imports the guest's invitation response`,
+        );
       }
       throw err;
     }
+    // Signed calls prove who answers, not that the answer is sound: its shape is checked first.
+    const problem = answerProblem(op, answer);
+    if (problem) throw new JobFailed(`the answer of ${to.portal_url} to '${op}' was refused: it ${problem}`);
+    return answer as T;
   }
 
   /** Applies the host's view on the guest; false when the collaboration ended here. */
@@ -547,20 +556,28 @@ export class SyncEngine {
         groupId: ctx.groupId,
       };
       const deleteContributed = ctx.host.delete_contributed === 1;
-      await this.moveInBatches(task, ctx, changed, async (ids) => {
-        const { items } = await this.call<{ items: Export[] }>(ctx.host, ctx.collaborationId, "export", {
+      // The package budget was charged for each item's size in the offer.
+      const offered: Offered = new Map(changed.map((e) => [e.id, e]));
+      const fetchAndApply = async (ids: string[]) => {
+        const { items } = await this.call<{ items: unknown[] }>(ctx.host, ctx.collaborationId, "export", {
           workspaceId: ctx.workspaceId,
           ids,
         });
-        return this.applyExports(target, items, deleteContributed);
-      });
-      await this.withdrawInBatches(task, ctx, gone, async (ids) => {
-        const { items } = await this.call<{ items: Export[] }>(ctx.host, ctx.collaborationId, "export", {
-          workspaceId: ctx.workspaceId,
+        if (items.length > ids.length)
+          throw new JobFailed(
+            `the answer of ${ctx.host.portal_url} to 'export' was refused: it has ${items.length} entries for ${ids.length} requested items`,
+          );
+        return this.applyExports(
+          target,
+          items,
           ids,
-        });
-        return this.applyExports(target, items, deleteContributed);
-      });
+          itemLimits(ctx.config, ctx.budget),
+          offered,
+          deleteContributed,
+        );
+      };
+      await this.moveInBatches(task, ctx, changed, fetchAndApply);
+      await this.withdrawInBatches(task, ctx, gone, fetchAndApply);
     } catch (err) {
       failTask(task, err);
     }
@@ -618,18 +635,21 @@ export class SyncEngine {
     return finishTask(task);
   }
 
+  /** Applies a host's `export` answer to `requested`: only what was asked for, and only sound items. */
   private async applyExports(
     target: Target,
-    items: readonly Export[],
+    entries: readonly unknown[],
+    requested: readonly string[],
+    limits: CallLimits,
+    offered: Offered,
     deleteContributed: boolean,
   ): Promise<ItemResult[]> {
-    const present = items.flatMap((e) => (e.state === "present" ? [e.item] : []));
-    const missing = items.flatMap((e) => (e.state === "present" ? [] : [{ id: e.id, state: e.state }]));
+    const { accepted, gone, refused } = admitExport(entries, requested, limits, offered);
     const [applied, withdrawn] = await Promise.all([
-      applyItems(this.db, target, present),
-      withdrawItems(this.db, target, missing, deleteContributed),
+      applyItems(this.db, target, accepted),
+      withdrawItems(this.db, target, gone, deleteContributed),
     ]);
-    return [...applied, ...withdrawn];
+    return [...applied, ...withdrawn, ...refused];
   }
 
   /**
@@ -989,6 +1009,21 @@ export class SyncEngine {
   // ---------------------------------------------------------------- the peer endpoint
 
   /** Answers a signed call from another portal of a collaboration. */
+  /**
+   * Whether `portalId` is another participant of collaboration `collaborationId` here: what a peer
+   * call names in its headers (`PEER_HEADERS`) before a large body of it is read.
+   */
+  async knowsPeer(collaborationId: string, portalId: string): Promise<boolean> {
+    if (portalId === (await this.collabs.selfId())) return false;
+    const row = await this.db.kysely
+      .selectFrom("collaboration_participants")
+      .select("portal_id")
+      .where("collaboration_id", "=", collaborationId)
+      .where("portal_id", "=", portalId)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   async answerPeer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
     const selfId = await this.collabs.selfId();
     const from = await this.db.kysely
@@ -1002,13 +1037,22 @@ export class SyncEngine {
       .selectAll()
       .where("id", "=", String(envelope.collaborationId))
       .executeTakeFirst();
-    if (!collab) {
-      throw new PorticoError(403, "The collaboration no longer exists on this portal.", ENDED, [
-        "It was deleted; replication through it has ended.",
-      ]);
-    }
+    // Before the signature is checked, every refusal reads the same (`peerCallRefused`), so that
+    // nobody learns from this endpoint which collaborations exist; the log says which it was.
+    const refuse = (why: string) => {
+      this.onError(
+        new Error(
+          `${why} (collaboration '${String(envelope.collaborationId).slice(0, 64)}', caller '${String(envelope.from).slice(0, 64)}', operation '${String(envelope.op).slice(0, 32)}')`,
+        ),
+        "peer call refused",
+      );
+      return errors.peerCallRefused();
+    };
+    if (!collab) throw refuse("no collaboration with this id exists here");
     if (!from || from.portal_id === selfId) {
-      // Accepted once and gone now: removed, or it left. Otherwise its response is not imported yet.
+      // Accepted once and gone now: removed, or it left. Its key went with it, so this answer is
+      // unsigned; it tells only a caller that names such a former guest that the collaboration
+      // exists, and lets a guest whose removal notice was lost learn it on its next sync.
       const accepted = await this.db.kysely
         .selectFrom("collaboration_invitations")
         .select("id")
@@ -1021,16 +1065,16 @@ export class SyncEngine {
           "It was removed by the host, or it left.",
         ]);
       }
-      throw new PorticoError(
-        403,
-        "This portal does not count the caller as a participant of that collaboration.",
-        NOT_PARTICIPANT,
-        ["The host has not imported the caller's invitation response."],
+      throw refuse(
+        "the caller is not a participant of the collaboration (or its response is not imported yet)",
       );
     }
     const refusal = await peerRefusal(this.db, envelope, signature, from.public_key, selfId);
+    if (refusal === SIGNATURE_MISMATCH) throw refuse(refusal);
     if (refusal) throw new PorticoError(498, `Peer call refused: ${refusal}.`, "COLLAB_0498", []);
     const body = envelope.body ?? {};
+    const malformed = requestProblem(envelope.op, body);
+    if (malformed) throw errors.invalidParameter("envelope", `has a body that ${malformed}`);
     const workspaceId = typeof body.workspaceId === "string" ? body.workspaceId : "";
     const cid = envelope.collaborationId;
 
@@ -1096,7 +1140,7 @@ export class SyncEngine {
     const hostToGuest = sends(modes?.get(selfId)) && receives(modes?.get(from.portal_id));
     const guestToHost = sends(modes?.get(from.portal_id)) && receives(modes?.get(selfId));
     const target = { workspaceId, originPortalId: from.portal_id, groupId: link.group_id };
-    const ids = Array.isArray(body.ids) ? (body.ids as unknown[]).map(String).slice(0, BATCH_ITEMS) : [];
+    const ids = (body.ids as string[] | undefined) ?? [];
     switch (envelope.op) {
       case "offer":
         if (!hostToGuest) throw modeRefused("receive from");
@@ -1110,32 +1154,18 @@ export class SyncEngine {
       case "apply": {
         if (!guestToHost) throw modeRefused("send to");
         const config = JSON.parse(ws.config) as WorkspaceConfig;
-        const items = (Array.isArray(body.items) ? body.items : []) as ItemPackage[];
-        const tooBig = items.filter((i) => Number(i.size) > config.maxItemSizeInMB * MB);
-        const fits = items.filter((i) => !tooBig.includes(i));
-        const results = await applyItems(this.db, target, fits);
-        for (const i of tooBig)
-          results.push({
-            id: i.id,
-            title: i.title,
-            ok: false,
-            reason: `over the workspace's maxItemSizeInMB (${config.maxItemSizeInMB})`,
-          });
-        return { results };
+        // The guest's sync tracks its package budget; one call may not exceed it either.
+        const { accepted, refused } = admitApply(
+          body.items as unknown[],
+          itemLimits(config, { bytes: config.maxReplicationPackageSizeInMB * MB }),
+        );
+        return { results: [...(await applyItems(this.db, target, accepted)), ...refused] };
       }
       case "withdraw": {
         if (!guestToHost) throw modeRefused("send to");
-        const gone = (Array.isArray(body.gone) ? body.gone : []) as {
-          id: string;
-          state: "deleted" | "unshared";
-        }[];
+        const gone = body.gone as { id: string; state: "deleted" | "unshared" }[];
         return {
-          results: await withdrawItems(
-            this.db,
-            target,
-            gone.map((g) => ({ id: String(g.id), state: g.state === "deleted" ? "deleted" : "unshared" })),
-            from.delete_contributed === 1,
-          ),
+          results: await withdrawItems(this.db, target, gone, from.delete_contributed === 1),
         };
       }
       default:
@@ -1209,6 +1239,14 @@ function checkLost(ctx: SyncContext) {
   if (ctx.lost.value) {
     throw new JobFailed("the sync stalled past the dead-sync limit and was marked failed; start a new sync");
   }
+}
+
+/** The receiver's limits for one call, from its workspace's configuration. */
+function itemLimits(config: WorkspaceConfig, budget: { bytes: number }): CallLimits {
+  const maxItem = config.maxItemSizeInMB * MB;
+  return maxItem > MAX_TRANSPORT_BYTES
+    ? { maxItemBytes: MAX_TRANSPORT_BYTES, limitName: "what one peer call carries", budget }
+    : { maxItemBytes: maxItem, limitName: "the workspace's maxItemSizeInMB", budget };
 }
 
 function modeRefused(what: string) {

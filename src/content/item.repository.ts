@@ -1,6 +1,7 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
 import type { Queryable } from "../db/database.js";
-import type { FolderTable, ItemFileTable, ItemTable } from "../db/schema.js";
+import type { FolderTable, ItemTable } from "../db/schema.js";
+import { refreshItemWords, writeItemWords } from "../search/word-index.js";
 
 export type ItemRow = Selectable<ItemTable>;
 export type FolderRow = Selectable<FolderTable>;
@@ -16,10 +17,21 @@ export async function insertItem(
 ): Promise<void> {
   await q.insertInto("items").values(row).execute();
   await replaceTags(q, row.id, tags);
+  await writeItemWords(q, {
+    id: row.id,
+    title: row.title,
+    description: row.description,
+    snippet: row.snippet,
+    tags: row.tags,
+  });
 }
+
+/** The columns the full-text index of search is made from (migration 0009). */
+const WORD_COLUMNS = ["title", "description", "snippet", "tags"] as const;
 
 export async function updateItem(q: Queryable, id: string, patch: Updateable<ItemTable>): Promise<void> {
   await q.updateTable("items").set(patch).where("id", "=", id).execute();
+  if (WORD_COLUMNS.some((c) => patch[c] !== undefined)) await refreshItemWords(q, id);
 }
 
 /**
@@ -69,20 +81,6 @@ export async function sharedGroupIdsOf(
     .execute();
   for (const row of rows) shares.get(row.item_id)?.push(row.group_id);
   return shares;
-}
-
-export async function putFile(q: Queryable, row: Insertable<ItemFileTable>): Promise<void> {
-  await q.deleteFrom("item_files").where("item_id", "=", row.item_id).where("kind", "=", row.kind).execute();
-  await q.insertInto("item_files").values(row).execute();
-}
-
-export function findFile(q: Queryable, itemId: string, kind: "data" | "thumbnail") {
-  return q
-    .selectFrom("item_files")
-    .selectAll()
-    .where("item_id", "=", itemId)
-    .where("kind", "=", kind)
-    .executeTakeFirst();
 }
 
 export function findFolder(q: Queryable, ownerId: string, idOrTitle: string): Promise<FolderRow | undefined> {

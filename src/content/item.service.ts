@@ -1,20 +1,30 @@
+import type { Readable } from "node:stream";
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { actorOf, type Caller, requireMayManageAccountOf, requirePrivilege } from "../auth/caller.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
-import { findUser } from "../users/user.repository.js";
+import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
-import { canViewItem, type Viewer, viewerOf } from "./access.js";
+import { canViewItem, unseen, type Viewer, viewerOf } from "./access.js";
+import {
+  type FileSource,
+  findFile,
+  headOf,
+  readHead,
+  readStream,
+  type StoredFile,
+  writeFile,
+} from "./file-store.js";
+import { IMAGE_HEAD_BYTES, imageType, type ThumbnailType } from "./file-types.js";
 import {
   countItemsInFolder,
   deleteFolder,
   deleteItem,
   type FolderRow,
-  findFile,
   findFolder,
   findItem,
   type ItemRow,
@@ -22,7 +32,6 @@ import {
   insertItem,
   listFolders,
   listOwnItems,
-  putFile,
   replaceTags,
   sharedGroupIds,
   sharedGroupIdsOf,
@@ -31,11 +40,18 @@ import {
 
 type Trx = Transaction<Database>;
 
-/** An uploaded or inline file of an item. */
-export interface ItemFile {
+/**
+ * An uploaded or inline file of an item: its bytes in memory (`text`) or in a file on disk (an
+ * upload), stored a chunk at a time either way.
+ */
+export type ItemFile = { filename: string; contentType: string } & FileSource;
+
+/** A stored file of an item to answer with; `open` streams its bytes a chunk at a time. */
+export interface ItemFileDownload {
   filename: string;
   contentType: string;
-  data: Buffer;
+  size: number;
+  open(): Readable;
 }
 
 export interface ItemFields {
@@ -52,21 +68,6 @@ export interface ItemFields {
   thumbnail?: ItemFile | undefined;
 }
 
-/** Image types accepted as thumbnails, recognised by their first bytes rather than their name. */
-function imageType(data: Buffer): string | undefined {
-  if (data.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])))
-    return "image/png";
-  if (data.subarray(0, 3).equals(Buffer.from([0xff, 0xd8, 0xff]))) return "image/jpeg";
-  if (
-    data
-      .subarray(0, 6)
-      .toString("latin1")
-      .match(/^GIF8[79]a$/)
-  )
-    return "image/gif";
-  return undefined;
-}
-
 /**
  * Items and folders (`wire.md` §6): each change writes its webhook event in the same transaction.
  */
@@ -81,26 +82,37 @@ export class ItemService {
     return viewerOf(this.db.kysely, caller, org.settings.access === "public");
   }
 
-  /** The item, if the caller may see it; a missing and a hidden item give the same answer. */
+  /** The item, if the caller may see it (see `visible`). */
   async get(caller: Caller | null, id: string): Promise<Record<string, unknown>> {
     const { row, shared } = await this.visible(caller, id);
     return this.itemJson(row, shared);
   }
 
-  async data(caller: Caller | null, id: string): Promise<ItemFile | undefined> {
+  async data(caller: Caller | null, id: string): Promise<ItemFileDownload | undefined> {
     await this.visible(caller, id);
     const file = await findFile(this.db.kysely, id, "data");
-    return file
-      ? { filename: file.name, contentType: file.content_type, data: Buffer.from(file.content) }
-      : undefined;
+    return file ? this.download(file, file.contentType) : undefined;
   }
 
-  async thumbnail(caller: Caller | null, id: string): Promise<ItemFile | undefined> {
+  /**
+   * The item's thumbnail, answered only as the PNG, GIF or JPEG image its first bytes say it is,
+   * whatever type it was stored with (a peer portal's copy says what it likes).
+   */
+  async thumbnail(caller: Caller | null, id: string): Promise<ItemFileDownload> {
     await this.visible(caller, id);
     const file = await findFile(this.db.kysely, id, "thumbnail");
-    return file
-      ? { filename: file.name, contentType: file.content_type, data: Buffer.from(file.content) }
-      : undefined;
+    const type = file && imageType(await readHead(this.db.kysely, file, IMAGE_HEAD_BYTES));
+    if (!file || !type) throw errors.notFound(`A PNG, GIF or JPEG thumbnail of item '${id}'`);
+    return this.download(file, type);
+  }
+
+  private download(file: StoredFile, contentType: string): ItemFileDownload {
+    return {
+      filename: file.name,
+      contentType,
+      size: file.size,
+      open: () => readStream(this.db.kysely, file),
+    };
   }
 
   async add(caller: Caller | null, username: string, folder: string | undefined, fields: ItemFields) {
@@ -108,7 +120,7 @@ export class ItemService {
     this.requireOwnContent(caller, username);
     if (!fields.title) throw errors.missingParameter("title");
     if (!fields.type) throw errors.missingParameter("type");
-    this.checkThumbnail(fields.thumbnail);
+    await this.checkThumbnail(fields.thumbnail);
     const withTitle = { ...fields, title: fields.title, type: fields.type };
     return this.db.transaction(async (trx) => {
       const item = await this.insertIn(trx, caller, username, folder, withTitle);
@@ -153,24 +165,27 @@ export class ItemService {
         properties: fields.properties ? JSON.stringify(fields.properties) : null,
         access: "private",
         protected: 0,
-        size: fields.data?.data.length ?? 0,
+        // Measured when the data is written, below.
+        size: 0,
         thumbnail: fields.thumbnail ? `thumbnail/${fields.thumbnail.filename}` : null,
         created: now,
         modified: now,
       },
       tags,
     );
-    await this.storeFiles(trx, id, fields);
+    const dataSize = await this.storeFiles(trx, id, fields);
+    if (dataSize !== undefined) await updateItem(trx, id, { size: dataSize });
     await recordEvent(trx, { source: "item", operation: "add", objectId: id, actor: actorOf(caller) }, now);
     return { id, folder: folderRow?.id ?? null };
   }
 
   async update(caller: Caller | null, username: string, id: string, fields: ItemFields, cleared: string[]) {
-    this.checkThumbnail(fields.thumbnail);
+    await this.checkThumbnail(fields.thumbnail);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
       const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
+      const dataSize = await this.storeFiles(trx, id, fields);
       await updateItem(trx, id, {
         ...(fields.title !== undefined ? { title: fields.title, title_key: fields.title.toLowerCase() } : {}),
         ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
@@ -185,12 +200,11 @@ export class ItemService {
         ...(fields.properties !== undefined || cleared.includes("properties")
           ? { properties: fields.properties ? JSON.stringify(fields.properties) : null }
           : {}),
-        ...(fields.data ? { size: fields.data.data.length } : {}),
+        ...(dataSize !== undefined ? { size: dataSize } : {}),
         ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
         modified: Math.max(now, row.modified + 1),
       });
       if (tags !== undefined) await replaceTags(trx, id, tags);
-      await this.storeFiles(trx, id, fields);
       await recordEvent(
         trx,
         { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
@@ -232,7 +246,12 @@ export class ItemService {
     });
   }
 
-  /** Gives an item to another user (administrators with `portal:admin:reassignItems`). */
+  /**
+   * Gives an item to another user (administrators with `portal:admin:reassignItems`). Taking
+   * content from an account and putting content into one are both acts on those accounts, so the
+   * caller must be allowed to manage each of them (`requireMayManageAccountOf`) unless it is the
+   * caller's own.
+   */
   async reassign(
     caller: Caller | null,
     username: string,
@@ -244,8 +263,12 @@ export class ItemService {
     return this.db.transaction(async (trx) => {
       const row = await findItem(trx, id);
       if (!row || row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
-      const target = await findUser(trx, targetUsername);
+      const source = await findAccount(trx, row.owner);
+      if (!source) throw errors.itemNotFound(id);
+      const target = await findAccount(trx, targetUsername);
       if (!target) throw errors.invalidParameter("targetUsername", `'${targetUsername}' is not a user`);
+      if (source.id !== caller.userId) requireMayManageAccountOf(caller, source, "reassign the content of");
+      if (target.id !== caller.userId) requireMayManageAccountOf(caller, target, "reassign content to");
       const folder = targetFolder ? await this.mustFindFolder(trx, target.id, targetFolder) : undefined;
       await updateItem(trx, id, {
         owner_id: target.id,
@@ -379,19 +402,25 @@ export class ItemService {
     };
   }
 
-  /** Loads an item the caller may see, with the groups it is shared with. */
+  /**
+   * Loads an item the caller may see, with the groups it is shared with. A missing item and one
+   * the caller may not see give the same answer (`unseen`): 499 to anonymous callers, 400 to
+   * signed-in ones.
+   */
   async visible(caller: Caller | null, id: string): Promise<{ row: ItemRow; shared: string[] }> {
     const row = await findItem(this.db.kysely, id);
-    if (!row) throw errors.itemNotFound(id);
+    if (!row) throw unseen(caller, () => errors.itemNotFound(id));
     const shared = await sharedGroupIds(this.db.kysely, id);
-    if (!canViewItem(await this.viewer(caller), row, shared)) {
-      if (caller === null) throw errors.tokenRequired();
-      throw errors.itemNotFound(id);
-    }
+    if (!canViewItem(await this.viewer(caller), row, shared))
+      throw unseen(caller, () => errors.itemNotFound(id));
     return { row, shared };
   }
 
-  /** The item at `content/users/<username>/items/<id>`, owned by that user, that the caller may change. */
+  /**
+   * The item at `content/users/<username>/items/<id>`, owned by that user, that the caller may
+   * change. A caller who may not even see it hears that it does not exist, as for a missing item or
+   * another owner's name in the path; one who sees it but may not change it is refused (403).
+   */
   async mustOwnOrAdminister(
     trx: Trx,
     caller: Caller | null,
@@ -403,6 +432,9 @@ export class ItemService {
     const row = await findItem(trx, id);
     if (!row || row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
     if (row.owner_id !== caller.userId && !caller.privileges.has(adminPrivilege)) {
+      const org = await this.portal.get();
+      const viewer = await viewerOf(trx, caller, org.settings.access === "public");
+      if (!canViewItem(viewer, row, await sharedGroupIds(trx, id))) throw errors.itemNotFound(id);
       throw errors.forbidden(`Only the owner or an administrator may change item '${id}'.`);
     }
     return row;
@@ -426,31 +458,39 @@ export class ItemService {
     return row;
   }
 
-  private checkThumbnail(thumbnail: ItemFile | undefined) {
-    if (thumbnail && !imageType(thumbnail.data)) {
-      throw errors.invalidParameter("thumbnail", "must be a PNG, GIF or JPEG image");
-    }
+  /** Thumbnails are PNG, GIF or JPEG images, by their first bytes; checked before any write. */
+  private async checkThumbnail(thumbnail: ItemFile | undefined): Promise<ThumbnailType | undefined> {
+    if (!thumbnail) return undefined;
+    const type = imageType(await headOf(thumbnail, IMAGE_HEAD_BYTES));
+    if (!type) throw errors.invalidParameter("thumbnail", "must be a PNG, GIF or JPEG image");
+    return type;
   }
 
-  private async storeFiles(trx: Trx, id: string, fields: ItemFields) {
+  /** Writes the item's files given in `fields`; answers the size of the data, when there is some. */
+  private async storeFiles(trx: Trx, id: string, fields: ItemFields): Promise<number | undefined> {
+    let dataSize: number | undefined;
     if (fields.data) {
-      await putFile(trx, {
-        item_id: id,
-        kind: "data",
-        name: fields.data.filename,
-        content_type: fields.data.contentType,
-        content: fields.data.data,
-      });
+      const stored = await writeFile(
+        trx,
+        id,
+        "data",
+        { name: fields.data.filename, contentType: fields.data.contentType },
+        fields.data,
+      );
+      dataSize = stored.size;
     }
     if (fields.thumbnail) {
-      await putFile(trx, {
-        item_id: id,
-        kind: "thumbnail",
-        name: fields.thumbnail.filename,
-        content_type: imageType(fields.thumbnail.data) ?? "application/octet-stream",
-        content: fields.thumbnail.data,
-      });
+      // Stored with the type its bytes say, never the one the upload claimed.
+      const contentType = (await this.checkThumbnail(fields.thumbnail)) as ThumbnailType;
+      await writeFile(
+        trx,
+        id,
+        "thumbnail",
+        { name: fields.thumbnail.filename, contentType },
+        fields.thumbnail,
+      );
     }
+    return dataSize;
   }
 }
 

@@ -1,5 +1,6 @@
 import { sql } from "kysely";
 import pg from "pg";
+import type { Availability } from "./availability.js";
 import type { Queryable } from "./database.js";
 
 /**
@@ -63,23 +64,28 @@ export class ChangeFeed {
   private connected: boolean;
   private closed = false;
   private retryTimer: NodeJS.Timeout | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
 
   private constructor(
-    private readonly databaseUrl: string | undefined,
+    private readonly connection: pg.ClientConfig | undefined,
     private readonly schema: string | undefined,
-    private readonly onError: (err: unknown) => void,
+    private readonly availability: Pick<Availability, "lost" | "restored"> | undefined,
   ) {
     // With one embedded database there are no other writers to hear from.
-    this.connected = databaseUrl === undefined;
+    this.connected = connection === undefined;
   }
 
+  /**
+   * `connection` is how to reach PostgreSQL (undefined on SQLite); `availability` hears when the
+   * listening connection is lost and when it is back.
+   */
   static async start(options: {
-    databaseUrl: string | undefined;
+    connection: pg.ClientConfig | undefined;
     schema: string | undefined;
-    onError?: (err: unknown) => void;
+    availability?: Pick<Availability, "lost" | "restored">;
   }): Promise<ChangeFeed> {
-    const feed = new ChangeFeed(options.databaseUrl, options.schema, options.onError ?? (() => {}));
-    if (options.databaseUrl) await feed.listen();
+    const feed = new ChangeFeed(options.connection, options.schema, options.availability);
+    if (options.connection) await feed.listen();
     return feed;
   }
 
@@ -100,7 +106,7 @@ export class ChangeFeed {
 
   /** Inside the transaction making a change: tells the other nodes when (if) it commits. */
   async announce(trx: Queryable, changes: readonly Change[]): Promise<void> {
-    if (!this.databaseUrl) return;
+    if (!this.connection) return;
     const payload = `${this.schema ?? ""}/${changes.join(",")}`;
     await sql`SELECT pg_notify(${CHANNEL}, ${payload})`.execute(trx);
   }
@@ -117,13 +123,14 @@ export class ChangeFeed {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retryTimer);
+    clearInterval(this.heartbeat);
     const client = this.client;
     this.client = undefined;
     await client?.end().catch(() => {});
   }
 
   private async listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.databaseUrl });
+    const client = new pg.Client(this.connection);
     client.on("notification", (message) => {
       const payload = message.payload ?? "";
       const slash = payload.indexOf("/");
@@ -131,33 +138,69 @@ export class ChangeFeed {
       if (slash < 0 || payload.slice(0, slash) !== (this.schema ?? "")) return;
       this.publish(payload.slice(slash + 1).split(",") as Change[]);
     });
-    client.on("error", (err) => this.lost(err));
-    client.on("end", () => this.lost(new Error("change-feed connection ended")));
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    // pg emits 'error' when the server ends the connection (a restart, pg_terminate_backend);
+    // without a listener that would be an uncaught exception.
+    client.on("error", (err) => this.lost(client, err));
+    client.on("end", () => this.lost(client, new Error("change-feed connection ended")));
+    let idleLimitMs: number;
+    try {
+      await client.connect();
+      // pg_settings has no row for it before PostgreSQL 14.
+      const { rows } = await client.query<{ ms: number }>(
+        "SELECT setting::int AS ms FROM pg_settings WHERE name = 'idle_session_timeout'",
+      );
+      idleLimitMs = rows[0]?.ms ?? 0;
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (err) {
+      await client.end().catch(() => {});
+      throw err;
+    }
+    if (this.closed) {
+      await client.end().catch(() => {});
+      return;
+    }
     this.client = client;
     this.connected = true;
-    // Anything may have changed while we were not listening.
+    // A listening session is idle as far as the server knows: with idle_session_timeout set, it
+    // would be ended every time the limit passes, and every cache of the node emptied with it.
+    // A query now and then keeps it alive: LISTEN again, a no-op that leaves pg_stat_activity
+    // showing what the connection is for. If it fails, the connection's 'error' or 'end' event
+    // has already reported why.
+    if (idleLimitMs > 0) {
+      this.heartbeat = setInterval(
+        () => void client.query(`LISTEN ${CHANNEL}`).catch(() => {}),
+        Math.max(100, Math.floor(idleLimitMs / 3)),
+      );
+      this.heartbeat.unref();
+    }
+    // Changes committed while nobody listened were never heard: drop everything cached.
     this.publish(TOPICS);
+    this.availability?.restored("changeFeed");
   }
 
-  private lost(err: unknown): void {
-    if (this.closed || !this.connected) return;
+  private lost(client: pg.Client, err: unknown): void {
+    // Only the live connection counts: a failed attempt is retried by `retry`.
+    if (this.closed || client !== this.client) return;
     this.connected = false;
     this.client = undefined;
+    clearInterval(this.heartbeat);
     this.publish(TOPICS);
-    this.onError(err);
-    this.retry(500);
+    this.availability?.lost("changeFeed", err);
+    this.retry(RETRY_FIRST_MS);
   }
 
+  /** Reconnects after `delayMs`, doubling the pause after each failure up to `RETRY_MAX_MS`. */
   private retry(delayMs: number): void {
     if (this.closed) return;
+    // Jitter, so that the nodes of a cluster do not all knock at the same moment after a restart.
+    const pause = delayMs * (0.75 + Math.random() / 2);
     this.retryTimer = setTimeout(() => {
-      this.listen().catch((err: unknown) => {
-        this.onError(err);
-        this.retry(Math.min(delayMs * 2, 10_000));
-      });
-    }, delayMs);
+      this.listen().catch(() => this.retry(Math.min(delayMs * 2, RETRY_MAX_MS)));
+    }, pause);
     this.retryTimer.unref();
   }
 }
+
+/** First and largest pause between two attempts to reconnect the listening connection. */
+const RETRY_FIRST_MS = 500;
+const RETRY_MAX_MS = 10_000;

@@ -3,6 +3,7 @@ import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
+import { Availability, type AvailabilityChange, ReachabilityCheck } from "./availability.js";
 import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
 import type { Database } from "./schema.js";
 
@@ -38,6 +39,11 @@ export interface Db {
   /** Cache invalidation across transactions and nodes. */
   feed: ChangeFeed;
   /**
+   * False while this node has lost its database: PostgreSQL restarting or failing over, or the
+   * change feed's connection down. Always true on SQLite.
+   */
+  readonly connected: boolean;
+  /**
    * Runs `work` in one transaction: a change and the events it causes commit together. `work`
    * must use only `trx` and do nothing slow (no hashing, no network): on SQLite the transaction
    * holds the single connection.
@@ -55,12 +61,27 @@ export interface DbOptions {
   dataDir: string;
   /** PostgreSQL schema to work in (tests give each run its own); created when missing. */
   schema?: string | undefined;
-  /** Reports background failures (the change feed's connection). */
-  onError?: (err: unknown) => void;
+  /**
+   * PostgreSQL: how long a query may go without an answer before its connection is taken for
+   * dead and closed (0: no limit). Migrations are exempt.
+   */
+  queryTimeoutMs?: number;
+  /**
+   * Told when the node loses its database (PostgreSQL: a restart, a failover, a connection the
+   * server closed) and when it is back: once each per outage.
+   */
+  onAvailability?: (change: AvailabilityChange) => void;
 }
 
 export async function openDatabase(options: DbOptions): Promise<Db> {
-  if (options.databaseUrl) return openPostgres(options.databaseUrl, options.schema, options.onError);
+  if (options.databaseUrl) {
+    return openPostgres(
+      options.databaseUrl,
+      options.schema,
+      options.queryTimeoutMs ?? 0,
+      options.onAvailability,
+    );
+  }
   return openSqlite(options.dataDir);
 }
 
@@ -75,7 +96,7 @@ async function openSqlite(dataDir: string): Promise<Db> {
   // a request's authentication never queues behind another request's commit.
   const writer = new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(file) }) });
   const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(file) }) });
-  const feed = await ChangeFeed.start({ databaseUrl: undefined, schema: undefined });
+  const feed = await ChangeFeed.start({ connection: undefined, schema: undefined });
   const groupCommit = new GroupCommit(writer, feed);
   return {
     engine: "sqlite",
@@ -83,6 +104,7 @@ async function openSqlite(dataDir: string): Promise<Db> {
     kysely: reader,
     writer,
     feed,
+    connected: true,
     transaction: (work, options) => groupCommit.run(work, options),
     async close() {
       await reader.destroy();
@@ -134,6 +156,13 @@ function connectSqlite(file: string): SqliteDatabase {
   sqlite.pragma("synchronous = FULL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
+  // better-sqlite3 cannot interrupt a running statement, and it runs on the event loop. A search
+  // puts `portico_deadline(<epoch ms>)` in its WHERE clause, where it is evaluated for every row
+  // visited, so the statement fails soon after its deadline instead of running to the end.
+  sqlite.function("portico_deadline", { deterministic: false }, (deadline) => {
+    if (Date.now() > Number(deadline)) throw new DeadlineExceeded();
+    return 1;
+  });
   // Kysely prepares every statement anew; preparing costs more than running a point query, and
   // the set of distinct statements is small, so keep them.
   const statements = new Map<string, SQLite.Statement>();
@@ -151,16 +180,70 @@ function connectSqlite(file: string): SqliteDatabase {
   };
 }
 
+/**
+ * How long a request may wait for a PostgreSQL connection: to open one (a server that went away
+ * without refusing, as after a failover, would otherwise hold it for the operating system's
+ * connect timeout, minutes) or for one of the pool's to be free.
+ */
+const PG_CONNECT_TIMEOUT_MS = 10_000;
+
+/**
+ * Settings of every connection to PostgreSQL. `application_name` tells operators (and
+ * `pg_stat_activity`) whose connections these are; an `application_name` in the URL wins.
+ * Keepalives find a connection whose server vanished without closing it.
+ */
+function pgConnection(url: string, schema: string | undefined): pg.ClientConfig {
+  return {
+    connectionString: url,
+    fallback_application_name: "portico",
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: 10_000,
+    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  };
+}
+
+/**
+ * A pg client whose queries give up after `timeoutMs` without an answer by closing the connection.
+ * A server that vanished without closing it (a failover that took its address along, a frozen
+ * host) would otherwise hold the query, and the pool's connection, until the kernel gives up on
+ * the socket, a quarter of an hour. pg's own `query_timeout` is not used: it fails the query but
+ * leaves the connection waiting for that answer, and the pool hands it out again
+ * (brianc/node-postgres#3399). Closing it fails the query with a lost connection and the pool
+ * drops it. Only promise queries (all Kysely sends) are watched.
+ */
+function watchedClient(timeoutMs: number): typeof pg.Client {
+  return class WatchedClient extends pg.Client {
+    // biome-ignore lint/suspicious/noExplicitAny: forwards every overload of pg's query unchanged
+    override query(...args: any[]): any {
+      const result = (super.query as (...a: unknown[]) => unknown)(...args);
+      if (result instanceof Promise) {
+        const timer = setTimeout(() => {
+          this.connection.stream.destroy(
+            new Error(`Connection terminated: no answer from the database in ${timeoutMs / 1000} s`),
+          );
+        }, timeoutMs);
+        const done = () => clearTimeout(timer);
+        result.then(done, done);
+      }
+      return result;
+    }
+  };
+}
+
 async function openPostgres(
   url: string,
   schema: string | undefined,
-  onError: ((err: unknown) => void) | undefined,
+  queryTimeoutMs: number,
+  onAvailability: ((change: AvailabilityChange) => void) | undefined,
 ): Promise<Db> {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new Error(`invalid PostgreSQL schema name: ${schema}`);
   }
   if (schema) {
-    const admin = new pg.Client({ connectionString: url });
+    const admin = new pg.Client(pgConnection(url, undefined));
+    // Its failures reach the awaited calls below; the event pg emits as well must not go unheard.
+    admin.on("error", () => {});
     await admin.connect();
     try {
       await admin.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
@@ -168,33 +251,85 @@ async function openPostgres(
       await admin.end();
     }
   }
-  const pool = new pg.Pool({
-    connectionString: url,
-    max: 20,
+  const connection = pgConnection(url, schema);
+  const poolConfig: pg.PoolConfig = {
+    ...connection,
     // bigint (int8) columns hold epoch milliseconds and counts, all far below 2^53.
     types: {
       getTypeParser: (oid: number, format?: "text" | "binary") =>
         oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text"),
     },
-    ...(schema ? { options: `-c search_path=${schema}` } : {}),
+  };
+  const pool = new pg.Pool({
+    ...poolConfig,
+    max: 20,
+    ...(queryTimeoutMs > 0 ? { Client: watchedClient(queryTimeoutMs) } : {}),
   });
+  // Migrations build indexes and rewrite tables: minutes without an answer are normal there. They
+  // get a pool of their own without the watch; pg opens its connection only when one runs.
+  const migrationPool = new pg.Pool({ ...poolConfig, max: 1 });
+  const availability = new Availability(onAvailability ?? (() => {}));
+  const reachability = new ReachabilityCheck(async () => {
+    // Watched too: a server that accepts connections but does not answer must not hold the check.
+    const probe = new (watchedClient(PG_CONNECT_TIMEOUT_MS))(connection);
+    // A probe that fails after connecting must not throw from an event without a listener.
+    probe.on("error", () => {});
+    try {
+      await probe.connect();
+      await probe.query("SELECT 1");
+    } finally {
+      await probe.end().catch(() => {});
+    }
+  }, availability);
+  // The server ends connections when it restarts or fails over, or when asked to
+  // (pg_terminate_backend, idle_session_timeout). pg then emits 'error': from the pool for an
+  // idle connection, from the connection itself while a request holds it. Unheard, either is an
+  // uncaught exception that ends the process. The pool drops the connection; the query it ran,
+  // if any, fails, and the request answers "database unavailable".
+  for (const p of [pool, migrationPool]) {
+    p.on("error", (err) => reachability.suspect(err));
+    p.on("connect", (client) => client.on("error", (err) => reachability.suspect(err)));
+  }
   let current: string;
   let feed: ChangeFeed;
   try {
     const { rows } = await pool.query<{ schema: string | null }>("SELECT current_schema() AS schema");
     current = rows[0]?.schema ?? "public";
-    feed = await ChangeFeed.start({ databaseUrl: url, schema: current, onError });
+    feed = await ChangeFeed.start({
+      connection: pgConnection(url, undefined),
+      schema: current,
+      availability,
+    });
   } catch (err) {
     await pool.end();
+    await migrationPool.end();
     throw err;
   }
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const kyselyOver = (p: pg.Pool) =>
+    new Kysely<Database>({
+      dialect: new PostgresDialect({
+        pool: {
+          // A connection that cannot be had says the server may be gone: find out.
+          connect: () =>
+            p.connect().catch((err: unknown) => {
+              reachability.suspect(err);
+              throw err;
+            }),
+          end: () => p.end(),
+        },
+      }),
+    });
+  const kysely = kyselyOver(pool);
+  const writer = kyselyOver(migrationPool);
   return {
     engine: "postgres",
     schema: current,
     kysely,
-    writer: kysely,
+    writer,
     feed,
+    get connected() {
+      return availability.up;
+    },
     async transaction(work, options) {
       let changes: readonly Change[] = [];
       const result = await kysely.transaction().execute(async (trx) => {
@@ -207,8 +342,10 @@ async function openPostgres(
       return result;
     },
     async close() {
+      reachability.close();
       await feed.close();
       await kysely.destroy();
+      await writer.destroy();
     },
   };
 }
@@ -305,6 +442,22 @@ class GroupCommit {
       this.draining = false;
     }
   }
+}
+
+/** A statement passed its `portico_deadline` (SQLite). */
+export class DeadlineExceeded extends Error {
+  constructor() {
+    super("statement deadline exceeded");
+    this.name = "DeadlineExceeded";
+  }
+}
+
+/**
+ * True when `err` says a statement was stopped for taking too long: its `portico_deadline` on
+ * SQLite, `statement_timeout` on PostgreSQL (SQLSTATE 57014, query_canceled).
+ */
+export function isStatementTimeout(err: unknown): boolean {
+  return err instanceof DeadlineExceeded || (err as { code?: string } | undefined)?.code === "57014";
 }
 
 /** True when `err` is a unique-constraint violation on either engine. */

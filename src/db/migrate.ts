@@ -7,6 +7,9 @@ import * as m0003 from "./migrations/0003-search-indexes.js";
 import * as m0004 from "./migrations/0004-tag-search.js";
 import * as m0005 from "./migrations/0005-webhooks.js";
 import * as m0006 from "./migrations/0006-collaboration.js";
+import * as m0007 from "./migrations/0007-file-chunks.js";
+import * as m0008 from "./migrations/0008-sign-in-security.js";
+import * as m0009 from "./migrations/0009-full-text-search.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -20,6 +23,9 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0004-tag-search": m0004,
   "0005-webhooks": m0005,
   "0006-collaboration": m0006,
+  "0007-file-chunks": m0007,
+  "0008-sign-in-security": m0008,
+  "0009-full-text-search": m0009,
 };
 
 /** Every migration this version knows, in order. */
@@ -55,6 +61,12 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
   const { error, results } = await surviving(() => migratorOf(db).migrateToLatest());
   if (error) throw error;
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
+}
+
+/** Applies the migrations up to and including `name` (tests of a later migration's data move). */
+export async function migrateTo(db: Db, name: string): Promise<void> {
+  const { error } = await surviving(() => migratorOf(db).migrateTo(name));
+  if (error) throw error;
 }
 
 /**

@@ -14,7 +14,9 @@ export interface Database {
   folders: FolderTable;
   items: ItemTable;
   item_tags: ItemTagTable;
+  item_search_docs: ItemSearchDocTable;
   item_files: ItemFileTable;
+  item_file_chunks: ItemFileChunkTable;
   groups: GroupTable;
   group_members: GroupMemberTable;
   group_invitations: GroupInvitationTable;
@@ -36,6 +38,8 @@ export interface Database {
   sync_jobs: SyncJobTable;
   sync_schedules: SyncScheduleTable;
   peer_nonces: PeerNonceTable;
+  password_history: PasswordHistoryTable;
+  sign_in_failures: SignInFailureTable;
 }
 
 export interface OrganizationTable {
@@ -44,6 +48,8 @@ export interface OrganizationTable {
   singleton: number;
   /** JSON object holding every setting of the organization update operation. */
   settings: string;
+  /** JSON object of the security policy settings that were set (migration 0008). */
+  security_policy: Generated<string>;
   created: number;
   modified: number;
 }
@@ -85,6 +91,25 @@ export interface RoleTable {
   privileges: string;
   created: number;
   modified: number;
+}
+
+/** Every password hash a user has had (migration 0008); the newest is the current password. */
+export interface PasswordHistoryTable {
+  user_id: string;
+  password_hash: string;
+  created: number;
+}
+
+/**
+ * Consecutive failed sign-ins by lower-case username, known or not (migration 0008). A success
+ * deletes the row; `locked_until` is 0 when the name is not locked.
+ */
+export interface SignInFailureTable {
+  username_key: string;
+  failures: number;
+  /** When the first failure of the current run happened: the window counts from it. */
+  first_failure: number;
+  locked_until: number;
 }
 
 export interface TokenTable {
@@ -165,13 +190,33 @@ export interface ItemTagTable {
   owner_id: string;
 }
 
+/**
+ * SQLite only (0009): the stable integer that is an item's rowid in the FTS5 table `item_words`.
+ * `item_words` itself (FTS5 on SQLite, one `tsvector` per field on PostgreSQL) is written and
+ * read with engine-specific SQL in `search/word-index.ts` and `search/search.repository.ts`.
+ */
+export interface ItemSearchDocTable {
+  doc: Generated<number>;
+  item_id: string;
+}
+
 export interface ItemFileTable {
   item_id: string;
   /** data | thumbnail */
   kind: string;
   name: string;
   content_type: string;
-  content: Buffer;
+  /** This version of the file; its bytes are the `item_file_chunks` rows of this id (0007). */
+  file_id: string;
+  /** Bytes in all its chunks. */
+  size: number;
+}
+
+/** A file's bytes in pieces of `FILE_CHUNK_BYTES` (the last one shorter), `seq` from 0 (0007). */
+export interface ItemFileChunkTable {
+  file_id: string;
+  seq: number;
+  data: Buffer;
 }
 
 export interface GroupTable {

@@ -1,4 +1,5 @@
 import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { unseen } from "../content/access.js";
 import { findItem, updateItem } from "../content/item.repository.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
@@ -205,19 +206,19 @@ export class FeatureServiceService {
   }
 
   /**
-   * A missing service and one the caller may not see give the same answer, so names of private
-   * services do not leak; an anonymous caller is asked for a token (499) first.
+   * A missing service and one the caller may not see give the same answer (`unseen`: 499 to
+   * anonymous callers, 400 to signed-in ones), so names of private services do not leak.
    */
   private async visible(caller: Caller | null, name: string): Promise<ServiceRow> {
     const row = await findService(this.db.kysely, name);
-    if (!row) {
-      if (caller === null) throw errors.tokenRequired();
-      throw errors.serviceNotFound(name);
-    }
+    if (!row) throw unseen(caller, () => errors.serviceNotFound(name));
     try {
       await this.items.visible(caller, row.item_id);
     } catch (err) {
-      if (err instanceof PorticoError && err.code === 400) throw errors.serviceNotFound(name);
+      // The item's own answer names the item; the service's must be the one of a missing service.
+      if (err instanceof PorticoError && (err.code === 400 || err.code === 499)) {
+        throw unseen(caller, () => errors.serviceNotFound(name));
+      }
       throw err;
     }
     return row;

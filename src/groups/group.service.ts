@@ -1,6 +1,6 @@
 import type { Transaction } from "kysely";
 import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
-import { canViewGroup } from "../content/access.js";
+import { canViewGroup, unseen } from "../content/access.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -229,7 +229,16 @@ export class GroupService {
   ) {
     const now = Date.now();
     return this.db.transaction(async (trx) => {
-      const { caller: who } = await this.authorize(trx, caller, id, membershipAuthority("add users to"));
+      const {
+        row,
+        membership,
+        caller: who,
+      } = await this.authorize(trx, caller, id, membershipAuthority("add users to"));
+      if (input.admins.length > 0 && !allows(MEMBER_TYPES, row, membership, who)) {
+        throw errors.forbidden(
+          `Only the owner or an administrator may add group managers (admins) to group '${id}'; group managers may add members (users).`,
+        );
+      }
       const adminKeys = new Set(input.admins.map((u) => u.toLowerCase()));
       const requested = unique([...input.admins, ...input.users]);
       const users = await this.resolveUsers(trx, requested);
@@ -294,11 +303,7 @@ export class GroupService {
   ) {
     const now = Date.now();
     return this.db.transaction(async (trx) => {
-      const { caller: who } = await this.authorize(trx, caller, id, {
-        adminPrivilege: "portal:admin:assignToGroups",
-        groupAdmins: false,
-        action: "change member types in",
-      });
+      const { caller: who } = await this.authorize(trx, caller, id, MEMBER_TYPES);
       const wanted = new Map<string, MemberType>();
       for (const name of input.users) wanted.set(name, "member");
       for (const name of input.admins) wanted.set(name, "admin");
@@ -430,7 +435,8 @@ export class GroupService {
 
   /**
    * A group the caller may see, with the caller's membership. A missing group and a hidden one
-   * give the same answer, so ids cannot be probed.
+   * give the same answer (`unseen`: 499 to anonymous callers, 400 to signed-in ones), so ids
+   * cannot be probed.
    */
   private async visible(q: Queryable, caller: Caller | null, id: string) {
     const row = await findGroup(q, id);
@@ -442,7 +448,7 @@ export class GroupService {
       groupIds: new Set(member ? [id] : []),
       orgIsPublic: org.settings.access === "public",
     };
-    if (!row || !canViewGroup(viewer, row)) throw errors.groupNotFound(id);
+    if (!row || !canViewGroup(viewer, row)) throw unseen(caller, () => errors.groupNotFound(id));
     const membership: MemberType | "none" = member ? (member.member_type as MemberType) : "none";
     return { row, membership };
   }
@@ -451,15 +457,11 @@ export class GroupService {
   private async authorize(trx: Trx, caller: Caller | null, id: string, authority: Authority) {
     if (caller === null) throw errors.tokenRequired();
     const { row, membership } = await this.visible(trx, caller, id);
-    const allowed =
-      row.owner_id === caller.userId ||
-      (authority.groupAdmins && membership === "admin") ||
-      caller.privileges.has(authority.adminPrivilege);
-    if (!allowed) {
+    if (!allows(authority, row, membership, caller)) {
       const who = authority.groupAdmins ? "the owner, a group manager" : "the owner";
       throw errors.forbidden(`Only ${who} or an administrator may ${authority.action} group '${id}'.`);
     }
-    return { row, caller };
+    return { row, membership, caller };
   }
 
   /** Group access beyond private needs a sharing privilege; public also needs the organization's consent. */
@@ -525,6 +527,38 @@ export class GroupService {
 
 function membershipAuthority(action: string): Authority {
   return { adminPrivilege: "portal:admin:assignToGroups", groupAdmins: true, action };
+}
+
+/**
+ * Who decides whether a member is a group manager. The ArcGIS REST reference: addUsers "allows
+ * group owners, group managers, and organization administrators to add users", `admins` adding
+ * them "as group managers"; removeUsers lets the same three remove "both users and group
+ * managers", never the owner; invite is open to the owner, managers and administrators, and its
+ * `role` "allows administrators to set the user's role in the group". The help on owning groups
+ * names changing a member's role (promoting members to group managers) as the owner's option, and
+ * the administrators' help lists "update a member's role in the group"; neither gives it to group
+ * managers. So the member type is the owner's and administrators' to choose wherever it is chosen:
+ * updateUsers, and `admins` of addUsers (invitations make plain members only). A group manager
+ * adds members, or removing a member and adding it back with `admins` would be the promotion
+ * updateUsers refuses.
+ */
+const MEMBER_TYPES: Authority = {
+  adminPrivilege: "portal:admin:assignToGroups",
+  groupAdmins: false,
+  action: "change member types in",
+};
+
+function allows(
+  authority: Authority,
+  row: GroupRow,
+  membership: MemberType | "none",
+  caller: Caller,
+): boolean {
+  return (
+    row.owner_id === caller.userId ||
+    (authority.groupAdmins && membership === "admin") ||
+    caller.privileges.has(authority.adminPrivilege)
+  );
 }
 
 /** Usernames once each, keeping the first spelling (usernames are case-insensitive). */

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import { errors } from "../errors.js";
@@ -12,7 +13,24 @@ import {
   type ParamValues,
   parseParams,
 } from "../validation/params.js";
+import { checkQuery, MAX_PARAMETERS } from "./body.js";
+import {
+  type FileLimit,
+  multipartLimit,
+  readMultipart,
+  removeUploads,
+  type UploadedFile,
+} from "./multipart.js";
+import { BodyPace, meteredBody, type PreAuthBudget, type PreAuthShare, senderOf } from "./preauth-budget.js";
 import { type Format, parseFormat, render } from "./render.js";
+
+export type { UploadedFile } from "./multipart.js";
+
+/**
+ * Body limit of an operation that declares none: every parameter of such operations (names,
+ * descriptions of up to 64,000 characters, percent-encoded) fits in it.
+ */
+export const DEFAULT_BODY_LIMIT = 1024 * 1024;
 
 /**
  * One request pipeline for every endpoint. A route is data: where it lives, who may call it, the
@@ -47,6 +65,30 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
    */
   authorize?: (caller: Caller | null, raw: Readonly<Record<string, string>>) => void;
   params: S;
+  /**
+   * Largest body in bytes (`DEFAULT_BODY_LIMIT` when absent): the whole body of a form or JSON
+   * request, the fields of a multipart one. Larger bodies are refused while they arrive.
+   */
+  bodyLimit?: number;
+  /**
+   * The file fields the operation takes, each with its size cap. Only operations that declare
+   * files accept multipart/form-data; file parts of other fields are read past and dropped.
+   */
+  files?: Readonly<Record<string, FileLimit>>;
+  /**
+   * For an operation whose callers carry no token (`auth: "none"`) yet may send large bodies: checks
+   * the sender that the request's headers name, and throws to refuse a body larger than
+   * `DEFAULT_BODY_LIMIT` before it is read. A body it lets through still draws from the budget of
+   * bodies of unknown callers (`preauth-budget.ts`), counted for the sender it names, which may
+   * hold the whole budget (not only an address's quarter): names in headers are not proof.
+   */
+  screenLargeBody?: (headers: IncomingHttpHeaders, services: Services) => Promise<void>;
+  /**
+   * A JSON body's members go to the parameters as parsed (`parseParams`), not through
+   * `mergedParams`, which would turn objects back into text for them to be parsed again: a large
+   * JSON body is then held once, not three times. Other bodies are read as for every route.
+   */
+  parsedJsonBody?: boolean;
   handler: (ctx: HandlerContext<S>) => Promise<unknown>;
 }
 
@@ -54,15 +96,22 @@ export interface HandlerContext<S extends ParamSpecs> {
   params: ParamValues<S>;
   /** Parameters sent with an empty value. */
   empty: Set<keyof S & string>;
-  /** Files of a multipart request, by field name. */
+  /**
+   * Files of a multipart request, by field name, in temporary files that are removed once the
+   * handler is done: read or move them before returning.
+   */
   files: Record<string, UploadedFile>;
   path: Record<string, string>;
+  /** The request's headers. */
+  headers: IncomingHttpHeaders;
   caller: Caller | null;
   services: Services;
   org: Organization;
   /** The bearer token of this request, when one was sent. */
   token: string | undefined;
   requestIp: string;
+  /** The request's `Referer` header, when sent (what a referer-bound token is checked against). */
+  referer: string | undefined;
   /** Whether the request came over HTTPS (directly, or as a trusted proxy says). */
   secure: boolean;
   /** Public base of the API root, e.g. `https://gis.example.com/portal/sharing/rest`. */
@@ -78,6 +127,8 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** The operation's stable name (`RouteDef.name`, or `health`, `ready`, `metrics`). */
     name?: string;
+    /** `RouteDef.parsedJsonBody`. */
+    parsedJsonBody?: boolean;
   }
   interface FastifyRequest {
     /** Loaded once per request by the organization hook (CORS and allSSL need it first). */
@@ -92,9 +143,34 @@ export interface PipelineOptions {
   contextPath: string;
   /** The public base URL; a function because with port 0 it is known only after listening. */
   publicUrl: () => string;
+  /** Where uploads are written while their request runs. */
+  uploadDir: string;
+  /** Bytes of bodies read before their caller is known, for the whole process. */
+  preAuthBudget: PreAuthBudget;
+  /** Bytes of files written before their caller is known, for the whole process. */
+  preAuthUploadBudget: PreAuthBudget;
 }
 
-/** Query and form parameters as one string map; for repeated names the last value wins. */
+/** What `checkCaller` found for a request, and for which token (null: not checked yet). */
+interface CallerState {
+  caller: Caller | null;
+  token: string | undefined | null;
+}
+const callerStates = new WeakMap<FastifyRequest, CallerState>();
+/** What a multipart request whose caller was unknown when its body began may draw on. */
+interface Unknown {
+  /** Bytes held in memory (fields). */
+  share: PreAuthShare;
+  /** Bytes of files on disk. */
+  disk: PreAuthShare;
+  pace: BodyPace;
+}
+const multipartUnknown = new WeakMap<FastifyRequest, Unknown>();
+
+/**
+ * Query and form parameters as one string map; for repeated names the last value wins. A
+ * multipart request's fields join once the pipeline has read them (`request.body`).
+ */
 export function mergedParams(request: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {};
   const add = (source: unknown) => {
@@ -102,10 +178,6 @@ export function mergedParams(request: FastifyRequest): Record<string, string> {
     for (const [key, value] of Object.entries(source as Record<string, unknown>)) {
       const v = Array.isArray(value) ? value.at(-1) : value;
       if (v === undefined || v === null) continue;
-      if (isMultipartPart(v)) {
-        if (v.type === "field") out[key] = String(v.value ?? "");
-        continue;
-      }
       // A JSON body (a convenience for scripts) carries objects; ArcGIS form semantics want text.
       // Nesting thousands deep would overflow the stack in JSON.stringify; no parameter needs it.
       if (typeof v === "object" && nestsDeeper(v, MAX_JSON_DEPTH)) {
@@ -115,54 +187,36 @@ export function mergedParams(request: FastifyRequest): Record<string, string> {
     }
   };
   add(request.query);
-  add(request.body);
+  if (!parsedBody(request)) add(request.body);
   return out;
 }
 
-/** A file sent in a multipart/form-data request (an item's data, a thumbnail). */
-export interface UploadedFile {
-  filename: string;
-  contentType: string;
-  data: Buffer;
+/** The JSON body of a route that takes its members as parsed (`RouteDef.parsedJsonBody`). */
+function parsedBody(request: FastifyRequest): Record<string, unknown> | undefined {
+  if (!request.routeOptions.config?.parsedJsonBody) return undefined;
+  if (!/^application\/json/i.test(request.headers["content-type"] ?? "")) return undefined;
+  const body = request.body;
+  return body && typeof body === "object" && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
 }
 
-interface MultipartPart {
-  type: "field" | "file";
-  value?: unknown;
-  filename?: string;
-  mimetype?: string;
+/** Whether the request has a multipart body (which the pipeline reads itself). */
+export function isMultipart(request: FastifyRequest): boolean {
+  return /^multipart\/form-data/i.test(request.headers["content-type"] ?? "");
 }
 
-function isMultipartPart(value: unknown): value is MultipartPart {
-  const t = (value as MultipartPart | null)?.type;
-  return (
-    typeof value === "object" && value !== null && (t === "field" || t === "file") && "fieldname" in value
-  );
-}
-
-/** The files of a multipart request, by field name. */
-export function uploadedFiles(request: FastifyRequest): Record<string, UploadedFile> {
-  const out: Record<string, UploadedFile> = {};
-  if (!request.isMultipart() || !request.body || typeof request.body !== "object") return out;
-  for (const [key, value] of Object.entries(request.body as Record<string, unknown>)) {
-    const part = Array.isArray(value) ? value.at(-1) : value;
-    if (isMultipartPart(part) && part.type === "file" && Buffer.isBuffer(part.value)) {
-      out[key] = {
-        filename: part.filename ?? key,
-        contentType: part.mimetype ?? "application/octet-stream",
-        data: part.value,
-      };
-    }
-  }
-  return out;
-}
+/** Longest token looked up: issued tokens are 43 characters; a longer one is not hashed. */
+const MAX_TOKEN_LENGTH = 1024;
 
 /** The token of a request: the `token` parameter, or a Bearer header (`wire.md` §1). */
 export function tokenOf(request: FastifyRequest, params: Record<string, string>): string | undefined {
-  if (params.token) return params.token;
+  if (params.token) {
+    if (params.token.length > MAX_TOKEN_LENGTH) throw errors.invalidToken();
+    return params.token;
+  }
   for (const header of ["x-esri-authorization", "authorization"]) {
     const value = request.headers[header];
     if (typeof value === "string") {
+      if (value.length > MAX_TOKEN_LENGTH + 16) throw errors.invalidToken();
       const match = /^Bearer\s+(\S+)\s*$/i.exec(value);
       if (match) return match[1];
     }
@@ -184,9 +238,93 @@ export function registerRoutes(
   for (const route of routes) {
     const root = apiRoot(route.root, options.contextPath);
     const paths = typeof route.path === "string" ? [route.path] : route.path;
+    const bodyLimit = route.bodyLimit ?? DEFAULT_BODY_LIMIT;
+    const uploads = route.files
+      ? { fieldBytes: bodyLimit, maxParts: MAX_PARAMETERS, files: route.files }
+      : undefined;
+    /** Authenticates the token of `raw` (or of the headers) and checks the route's privilege. */
+    const checkCaller = async (
+      request: FastifyRequest,
+      raw: Record<string, string>,
+    ): Promise<CallerState> => {
+      let state = callerStates.get(request);
+      if (!state) {
+        state = { caller: null, token: null };
+        callerStates.set(request, state);
+      }
+      const token = route.auth === "none" ? undefined : tokenOf(request, raw);
+      if (token === state.token) return state;
+      state.caller = null;
+      if (token !== undefined) {
+        // A token made for a referer or an address is accepted only from it (`generateToken`'s `client`).
+        state.caller = await options.services.auth.authenticate(token, {
+          referer: request.headers.referer,
+          ip: request.ip,
+        });
+      } else if (route.auth === "required") throw errors.tokenRequired();
+      if (route.privilege) requirePrivilege(state.caller, route.privilege);
+      state.token = token;
+      return state;
+    };
+    /**
+     * Bounds what a body costs before its caller is known. The caller is authenticated here,
+     * before any byte is read, when its token is in a header or the query string; such a body is
+     * not limited further. Any other body draws from the process's budget while it arrives
+     * (`preauth-budget.ts`), is refused once that or its sender's part of it is spent, and must
+     * keep arriving.
+     */
+    const boundBeforeCaller = async (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      payload: NodeJS.ReadableStream,
+    ): Promise<NodeJS.ReadableStream> => {
+      checkQuery(request);
+      const query = mergedParams(request);
+      if (route.auth !== "none" && tokenOf(request, query) !== undefined) {
+        if ((await checkCaller(request, query)).caller) return payload;
+      }
+      const header = request.headers["content-length"];
+      const length = header === undefined ? undefined : Number(header);
+      // No body (GET, an empty POST): nothing to bound.
+      if (length === 0 || (length === undefined && request.headers["transfer-encoding"] === undefined)) {
+        return payload;
+      }
+      // Over the route's limit: refused as too large when the body is read.
+      const multipart = uploads !== undefined && isMultipart(request);
+      const limit = uploads && multipart ? multipartLimit(uploads) : bodyLimit;
+      if (length !== undefined && length > limit) return payload;
+      let named = false;
+      if (route.screenLargeBody && (length === undefined || length > DEFAULT_BODY_LIMIT)) {
+        await route.screenLargeBody(request.headers, options.services);
+        named = true;
+      }
+      // A sender the headers name (and the screen knows) is counted as itself, not its address.
+      const sender = named
+        ? `named ${String(request.headers["x-portico-collaboration"])} ${String(request.headers["x-portico-from"])}`
+        : senderOf(request.ip);
+      const share = options.preAuthBudget.open(sender, named);
+      const pace = new BodyPace();
+      const disk = multipart ? options.preAuthUploadBudget.open(sender) : undefined;
+      reply.raw.once("close", () => {
+        pace.stop();
+        share.release();
+        disk?.release();
+      });
+      // A multipart body is read by the handler, which draws for its fields only: files go to
+      // disk within their caps and the upload budget, not to memory.
+      if (multipart && disk) {
+        multipartUnknown.set(request, { share, disk, pace });
+        return payload;
+      }
+      // Nothing is drawn for the announced length (anyone can announce anything); but a body
+      // that could never be covered is refused before it is read.
+      if (length !== undefined && length > share.cap) throw errors.preAuthBudgetSpent();
+      const metered = meteredBody(share, pace);
+      payload.on("error", (err) => metered.destroy(err));
+      return payload.pipe(metered);
+    };
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {
-      const raw = mergedParams(request);
-      const format: Format = parseFormat(raw.f);
+      checkQuery(request);
       const path = request.params as Record<string, string>;
       // `<portal_id>` is the organization id or `self` (`wire.md` §1), checked here for every route.
       if (
@@ -202,26 +340,61 @@ export function registerRoutes(
       for (const [name, value] of Object.entries(path)) {
         if (value.includes("\u0000")) throw errors.invalidParameter(name, NUL_REASON);
       }
-      const token = route.auth === "none" ? undefined : tokenOf(request, raw);
-      let caller: Caller | null = null;
-      if (token !== undefined) caller = await options.services.auth.authenticate(token);
-      else if (route.auth === "required") throw errors.tokenRequired();
-      if (route.privilege) requirePrivilege(caller, route.privilege);
-      route.authorize?.(caller, raw);
-      const { values, empty } = parseParams(route.params, raw);
-      const result = await route.handler({
-        params: values,
-        empty,
-        files: uploadedFiles(request),
-        path,
-        caller,
-        services: options.services,
-        org: request.org,
-        token,
-        requestIp: request.ip,
-        secure: request.protocol === "https",
-        apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
-      });
+
+      let files: Record<string, UploadedFile> = {};
+      if (uploads && isMultipart(request)) {
+        // The caller is checked before any byte of the body is read when its token is in a
+        // header or the query string; when it is a field before the file, before the file is
+        // written; else (Esri's clients send it last) at the end, and the file is removed.
+        const before = mergedParams(request);
+        if (route.auth === "none" || tokenOf(request, before) !== undefined)
+          await checkCaller(request, before);
+        const unknown = multipartUnknown.get(request);
+        // Files count against the upload budget until their caller is known (a token field
+        // before the file authenticates it first).
+        const known = () => Boolean(callerStates.get(request)?.caller);
+        const body = await readMultipart(request.raw, request.headers, {
+          ...uploads,
+          dir: options.uploadDir,
+          beforeFirstFile: async (fields) => {
+            const soFar = { ...before, ...fields };
+            if (tokenOf(request, soFar) !== undefined) await checkCaller(request, soFar);
+          },
+          coverFieldBytes: unknown ? (bytes) => unknown.share.cover(bytes) : undefined,
+          coverFileBytes: unknown ? (bytes) => known() || unknown.disk.cover(bytes) : undefined,
+          progress: unknown ? (bytes) => unknown.pace.arrived(bytes) : undefined,
+          signal: unknown?.pace.signal,
+        }).finally(() => unknown?.pace.stop());
+        request.body = body.fields;
+        files = body.files;
+      }
+      let format: Format;
+      let result: unknown;
+      try {
+        const raw = mergedParams(request);
+        format = parseFormat(raw.f);
+        const { caller, token } = await checkCaller(request, raw);
+        route.authorize?.(caller, raw);
+        const { values, empty } = parseParams(route.params, raw, parsedBody(request));
+        result = await route.handler({
+          params: values,
+          empty,
+          files,
+          path,
+          headers: request.headers,
+          caller,
+          services: options.services,
+          org: request.org,
+          token: token ?? undefined,
+          requestIp: request.ip,
+          referer: request.headers.referer,
+          secure: request.protocol === "https",
+          apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
+        });
+      } finally {
+        // Before the answer goes out: a client that reads it may look for the file at once.
+        await removeUploads(Object.values(files));
+      }
       return render(reply, format, result, route.name);
     };
     for (const path of paths)
@@ -229,7 +402,18 @@ export function registerRoutes(
         method: [...route.methods],
         url: `${root}${path}`,
         // Metrics and logs name the operation, not the URL with its ids.
-        config: { name: route.name },
+        config: { name: route.name, parsedJsonBody: route.parsedJsonBody },
+        bodyLimit,
+        // Multipart bodies are refused before a byte is read where no file is taken, and where
+        // one is, when their announced length is over what the route's limits add up to.
+        preParsing: async (request, reply, payload) => {
+          if (isMultipart(request)) {
+            if (!uploads) throw errors.filesNotAccepted();
+            const limit = multipartLimit(uploads);
+            if (Number(request.headers["content-length"]) > limit) throw errors.bodyTooLarge(limit);
+          }
+          return boundBeforeCaller(request, reply, payload);
+        },
         handler,
       });
   }

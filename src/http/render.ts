@@ -1,3 +1,5 @@
+import { createHash } from "node:crypto";
+import type { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import { errors, type PorticoError } from "../errors.js";
 
@@ -36,15 +38,46 @@ function compactJson(body: unknown): string {
   return text;
 }
 
-/** A non-JSON answer (an item's data, a thumbnail): sent as it is, whatever `f` says. */
+/** A file's bytes to stream: `open` is called once the answer is sent, `size` is its length. */
+export interface StreamedContent {
+  size: number;
+  open(): Readable;
+}
+
+/**
+ * A non-JSON answer (an item's data, a thumbnail, an invitation file): sent as it is, whatever
+ * `f` says; from memory, or streamed (stored files, read a chunk at a time).
+ */
 export class RawBody {
   constructor(
     readonly contentType: string,
-    readonly data: Buffer,
+    readonly content: Buffer | StreamedContent,
     readonly filename?: string,
-    /** `attachment` for files meant to be saved (invitation files), `inline` for content. */
+    /** `attachment` for files meant to be saved or not safe to show, `inline` for the others. */
     readonly disposition: "inline" | "attachment" = "inline",
   ) {}
+}
+
+/**
+ * Every file answer is a sandboxed document if a browser opens it: no script, no plugin, no
+ * same-origin access, nothing loaded (an image or text still shows; the inline style is for the
+ * viewers browsers build around images).
+ */
+export const FILE_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+
+/** Headers every answer of the server carries (set by the server's `onSend` hook). */
+export const HARDENING_HEADERS: Readonly<Record<string, string>> = {
+  // Nothing the server sends is to be second-guessed into something executable.
+  "x-content-type-options": "nosniff",
+  // ArcGIS clients put tokens in URLs; no page or file of the portal passes its URL on.
+  "referrer-policy": "no-referrer",
+};
+
+/** Sets the hardening headers an answer does not already carry. */
+export function hardenAnswer(reply: FastifyReply): void {
+  for (const [name, value] of Object.entries(HARDENING_HEADERS)) {
+    if (!reply.hasHeader(name)) reply.header(name, value);
+  }
 }
 
 /**
@@ -69,14 +102,26 @@ export function contentDisposition(disposition: "inline" | "attachment", filenam
 }
 
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
+  // Also here, not only in the server's onSend hook: errors the router raises before any route
+  // (a path that is not valid UTF-8) are rendered without running the hooks.
+  hardenAnswer(reply);
   if (body instanceof RawBody) {
-    if (body.filename)
-      reply.header("content-disposition", contentDisposition(body.disposition, body.filename));
-    // Stored files come from users: never let a browser sniff them into something executable.
+    reply.header(
+      "content-disposition",
+      body.filename ? contentDisposition(body.disposition, body.filename) : body.disposition,
+    );
+    // Stored files come from users: never let a browser sniff them into something executable,
+    // nor run them as a page of the portal.
     reply.header("x-content-type-options", "nosniff");
-    return reply.type(body.contentType).send(body.data);
+    reply.header("content-security-policy", FILE_CSP);
+    reply.type(body.contentType);
+    if (Buffer.isBuffer(body.content)) return reply.send(body.content);
+    reply.header("content-length", String(body.content.size));
+    return reply.send(body.content.open());
   }
   if (format === "html") {
+    reply.header("content-security-policy", PAGE_CSP);
+    reply.header("x-frame-options", "DENY");
     return reply.type("text/html; charset=utf-8").send(htmlPage(title, body));
   }
   const text = format === "pjson" ? JSON.stringify(body, null, 2) : compactJson(body);
@@ -106,11 +151,21 @@ export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
 }
 
+const PAGE_STYLE =
+  "body{font-family:system-ui,sans-serif;margin:2rem}pre{background:#f5f5f5;padding:1rem;overflow:auto}";
+
+/**
+ * The policy of the `f=html` pages: nothing but their own style (by its hash), no script, and
+ * never inside another site's frame (with `X-Frame-Options` for browsers that predate
+ * `frame-ancestors`).
+ */
+export const PAGE_CSP = `default-src 'none'; style-src 'sha256-${createHash("sha256").update(PAGE_STYLE).digest("base64")}'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
+
 /** A readable page of a resource: its JSON, indented, under a heading. */
 function htmlPage(title: string, body: unknown): string {
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>portico: ${escapeHtml(title)}</title>
-<style>body{font-family:system-ui,sans-serif;margin:2rem}pre{background:#f5f5f5;padding:1rem;overflow:auto}</style>
+<style>${PAGE_STYLE}</style>
 </head><body><h1>${escapeHtml(title)}</h1>
 <pre>${escapeHtml(JSON.stringify(body, null, 2))}</pre>
 </body></html>

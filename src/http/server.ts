@@ -1,5 +1,5 @@
-import formbody from "@fastify/formbody";
-import multipart from "@fastify/multipart";
+import fs from "node:fs";
+import path from "node:path";
 import Fastify, {
   type FastifyError,
   type FastifyInstance,
@@ -8,18 +8,33 @@ import Fastify, {
 } from "fastify";
 import ipaddr from "ipaddr.js";
 import type { Config } from "../config.js";
+import { isConnectionLoss, isPoolWaitTimeout } from "../db/availability.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
 import { requestChildLogger, requestContext, requestId, requestIdMixin } from "../observability/logging.js";
 import type { Metrics } from "../observability/metrics.js";
+import { redactUrl } from "../observability/redact.js";
 import type { Services } from "../services.js";
+import { parseQueryString, registerBodyParsers } from "./body.js";
 import { handleCors } from "./cors.js";
 import { mergedParams, registerRoutes } from "./pipeline.js";
-import { errorBody, formatForError, render } from "./render.js";
+import { PreAuthBudget } from "./preauth-budget.js";
+import { errorBody, formatForError, hardenAnswer, render } from "./render.js";
 import { allRoutes } from "./routes/index.js";
 
 export interface ServerOptions {
-  config: Pick<Config, "contextPath" | "trustProxy" | "logLevel" | "metricsAllow">;
+  config: Pick<
+    Config,
+    | "contextPath"
+    | "trustProxy"
+    | "logLevel"
+    | "metricsAllow"
+    | "dataDir"
+    | "requestTimeoutSeconds"
+    | "headersTimeoutSeconds"
+    | "preAuthBodyBudgetMB"
+    | "preAuthUploadBudgetMB"
+  >;
   /** The public base URL (see `Config.publicUrl`). */
   publicUrl: () => string;
   services: Services;
@@ -29,18 +44,13 @@ export interface ServerOptions {
   metrics: Metrics;
 }
 
-/** Largest file accepted in one upload. */
-const MAX_UPLOAD_BYTES = 100 * 1024 * 1024;
-
-/** Query-string parameters whose values must never reach a log line. */
-const SECRET_PARAMS = /([?&](?:token|password|oldPassword|secret)=)[^&]*/gi;
-
-export function redactUrl(url: string): string {
-  return url.replace(SECRET_PARAMS, "$1[REDACTED]");
-}
-
 export async function buildServer(options: ServerOptions): Promise<FastifyInstance> {
   const { config, services } = options;
+  // Uploads go beside the data (the same disk, not a /tmp that may be memory), one file per
+  // upload, removed when its request is answered.
+  const uploadDir = path.join(config.dataDir, "tmp");
+  await fs.promises.mkdir(uploadDir, { recursive: true });
+  await sweepUploads(uploadDir, services.db.engine === "sqlite" ? 0 : config.requestTimeoutSeconds * 1000);
   const app = Fastify({
     logger:
       options.logger === false
@@ -72,6 +82,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       // Path segments carry usernames of up to 128 characters and ids; the router's default of
       // 100 would answer 414 for a valid long username.
       maxParamLength: 1024,
+      // Counted before it is parsed: a query string of more than MAX_PARAMETERS is refused.
+      querystringParser: parseQueryString,
     },
     // Errors the router raises before any route runs (a path that is not valid percent-encoded
     // UTF-8, a path parameter too long) get the envelope like every other error.
@@ -86,7 +98,19 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
             : "The path is not valid percent-encoded UTF-8.",
         ]),
       ),
-    bodyLimit: 110 * 1024 * 1024,
+    // Each route sets its own body limit (`RouteDef.bodyLimit`); this one is for the others.
+    bodyLimit: 64 * 1024,
+    // A client must send its request within these times, or its connection is cut: headers and
+    // body trickled a byte at a time (slow loris) cannot hold a connection. The idle timeout also
+    // ends connections that stop reading an answer.
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    connectionTimeout: config.requestTimeoutSeconds * 1000,
+    http: {
+      headersTimeout: config.headersTimeoutSeconds * 1000,
+      // How often Node checks the two timeouts above (30 s by default, which would let a
+      // connection outlive a short timeout by that much).
+      connectionsCheckingInterval: 1000,
+    },
     // requestId() reads X-Request-Id itself, keeping only sane values.
     requestIdHeader: false,
     genReqId: requestId,
@@ -99,21 +123,17 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     requestContext.run({ reqId: request.id }, done);
   });
   app.decorateRequest("errorCode", undefined);
+  // Every answer (routes, errors, probes, preflights) gets the hardening headers.
+  app.addHook("onSend", async (_request, reply, payload) => {
+    hardenAnswer(reply);
+    return payload;
+  });
   app.addHook("onResponse", async (request, reply) => {
     const name = request.routeOptions.config?.name ?? "not_found";
     options.metrics.request(name, request.method, request.errorCode, reply.elapsedTime / 1000);
   });
 
-  await app.register(formbody);
-  // Uploads (item data, thumbnails) are read whole into memory, within these limits; the fields
-  // of a multipart request join the other parameters.
-  await app.register(multipart, {
-    attachFieldsToBody: true,
-    limits: { fileSize: MAX_UPLOAD_BYTES, files: 4, fields: 200 },
-    onFile: async (part) => {
-      (part as unknown as { value: Buffer }).value = await part.toBuffer();
-    },
-  });
+  registerBodyParsers(app);
 
   // Every request needs the organization first: allowedOrigins decides CORS (preflights
   // included) and allSSL may refuse the request before anything else runs.
@@ -145,9 +165,16 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     let mapped: PorticoError;
     if (error instanceof PorticoError) {
       mapped = error;
+    } else if (error.code === "FST_ERR_CTP_BODY_TOO_LARGE") {
+      mapped = errors.bodyTooLarge(request.routeOptions.bodyLimit ?? 64 * 1024);
     } else if (typeof error.statusCode === "number" && error.statusCode >= 400 && error.statusCode < 500) {
       // Fastify's own client errors: unparsable body, unsupported media type, body too large.
       mapped = new PorticoError(400, "Unable to process the request.", "GEN_0400", [error.message]);
+    } else if (isPoolWaitTimeout(error)) {
+      mapped = errors.databaseBusy();
+    } else if (isConnectionLoss(error)) {
+      // Logged once per outage where the connection is lost (app.ts), not once per request.
+      mapped = errors.databaseUnavailable();
     } else {
       request.log.error({ err: error }, "unhandled error");
       mapped = errors.internal();
@@ -171,8 +198,31 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     services,
     contextPath: config.contextPath,
     publicUrl: options.publicUrl,
+    uploadDir,
+    preAuthBudget: new PreAuthBudget(config.preAuthBodyBudgetMB * 1024 * 1024),
+    preAuthUploadBudget: new PreAuthBudget(config.preAuthUploadBudgetMB * 1024 * 1024),
   });
   return app;
+}
+
+/**
+ * Removes the temporary files of uploads that a process which died (crash, kill -9) left behind.
+ * On SQLite this process holds the data directory's lock, so every such file is an orphan. On
+ * PostgreSQL nodes may share a data directory, so only files untouched for longer than
+ * `minAgeMs` (the request timeout: no request is still sending them) are removed.
+ */
+export async function sweepUploads(dir: string, minAgeMs: number): Promise<number> {
+  const before = Date.now() - minAgeMs;
+  let removed = 0;
+  for (const name of await fs.promises.readdir(dir)) {
+    if (!name.startsWith("upload-")) continue;
+    const file = path.join(dir, name);
+    const stat = await fs.promises.stat(file).catch(() => undefined);
+    if (!stat?.isFile() || (minAgeMs > 0 && stat.mtimeMs > before)) continue;
+    await fs.promises.rm(file, { force: true });
+    removed++;
+  }
+  return removed;
 }
 
 /**
@@ -233,8 +283,14 @@ async function readiness(services: Services): Promise<Record<string, { ok: boole
         pending.length === 0 ? { ok: true } : { ok: false, detail: `not applied: ${pending.join(", ")}` },
     };
   } catch (err) {
+    // Anyone may ask /ready: say why by code (ECONNREFUSED, 57P03), not with socket messages,
+    // which name the database server's address.
+    const code = (err as { code?: unknown }).code;
     return {
-      database: { ok: false, detail: `unreachable: ${(err as Error).message}` },
+      database: {
+        ok: false,
+        detail: `unreachable: ${typeof code === "string" ? code : (err as Error).message}`,
+      },
       migrations: { ok: false, detail: "unknown while the database is unreachable" },
     };
   }
@@ -246,8 +302,43 @@ async function readiness(services: Services): Promise<Record<string, { ok: boole
  */
 function sendError(request: FastifyRequest, reply: FastifyReply, error: PorticoError): FastifyReply {
   request.errorCode = error.code;
+  if (!request.raw.complete) {
+    // Fastify asks to close after a body it could not parse; the body is read past instead.
+    reply.removeHeader("connection");
+    discardRest(request);
+  }
   reply.status(200);
   return render(reply, formatForError(safeParams(request).f), errorBody(error), "error");
+}
+
+/** How long, and how many bytes of, a refused body is read past before its connection is cut. */
+const LINGER_MS = 2000;
+const LINGER_BYTES = 128 * 1024 * 1024;
+
+/**
+ * A body refused before or while it was read (too large, multipart where no file is taken, too
+ * many parameters) is read past and dropped, not parsed or kept, for a little while: closing the
+ * connection at once would make the client's TCP stack drop the answer (a reset discards what the
+ * client has not read yet). A client that goes on sending past that is cut off.
+ */
+function discardRest(request: FastifyRequest) {
+  const raw = request.raw;
+  let bytes = 0;
+  // Once the body is complete the connection may carry the client's next request: leave it.
+  const cut = () => {
+    if (!raw.complete) raw.socket?.destroy();
+  };
+  const timer = setTimeout(cut, LINGER_MS);
+  timer.unref();
+  raw.on("data", (chunk: Buffer) => {
+    bytes += chunk.length;
+    if (bytes > LINGER_BYTES) cut();
+  });
+  raw.on("end", () => clearTimeout(timer));
+  // Nothing reads what a refused body was piped into (a parameter counter, a multipart reader):
+  // left piped, its back-pressure would stop the reading here.
+  raw.unpipe();
+  raw.resume();
 }
 
 function safeParams(request: FastifyRequest): Record<string, string> {

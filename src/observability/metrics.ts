@@ -27,6 +27,14 @@ export class Metrics {
       labelNames: ["version", "engine"],
       registers,
     }).set({ version: node.version, engine: node.engine }, 1);
+    new Gauge({
+      name: "portico_database_connected",
+      help: "1 while this node reaches its database and hears the change feed; 0 from the loss of either until both are back (requests needing the database fail meanwhile).",
+      registers,
+      collect() {
+        this.set(db.connected ? 1 : 0);
+      },
+    });
     this.requests = new Counter({
       name: "portico_http_requests_total",
       help: "Requests answered, by route name, method and outcome (success, or error with the envelope's code).",

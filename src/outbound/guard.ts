@@ -16,28 +16,57 @@ import { Agent, buildConnector, request } from "undici";
  * response read is capped, and connect and total times are bounded.
  */
 
-/** Ranges ipaddr.js names that a public unicast destination never falls in. */
-const REFUSED_RANGES = new Set([
-  "unspecified",
-  "broadcast",
-  "multicast",
-  "linkLocal",
-  "loopback",
-  "carrierGradeNat",
-  "private",
-  "reserved",
-  "uniqueLocal",
-  "rfc6145",
-  "rfc6052",
-  "6to4",
-  "teredo",
-  "benchmarking",
-  "amt",
-  "as112",
-  "deprecated",
-  "orchid2",
-  "droneRemoteIdProtocolEntityTags",
-]);
+/**
+ * What may be reached: public unicast only. An IPv4 address must be one ipaddr.js calls `unicast`
+ * (none of its special ranges: loopback, private, link-local, carrier-grade NAT, documentation,
+ * benchmarking, multicast, reserved...). An IPv6 address must be `unicast` too and, beyond that, in
+ * 2000::/3, the only block IANA allocates for global unicast: this refuses what ipaddr.js names no
+ * range for, such as IPv4-compatible addresses (`::127.0.0.1`, deprecated by RFC 4291 and routed
+ * by some systems to the IPv4 address), and every unallocated block. Two forms that embed an IPv4
+ * address are judged by that address: IPv4-mapped (`::ffff:a.b.c.d`, a dual-stack socket's way of
+ * reaching IPv4) and NAT64's well-known prefix (`64:ff9b::a.b.c.d`, RFC 6052), which a NAT64
+ * gateway translates to the IPv4 address. Other embedding forms (6to4 `2002::/16`, Teredo
+ * `2001::/32`, local-use NAT64 `64:ff9b:1::/48`, IPv4-translated `::ffff:0:a.b.c.d`) are refused
+ * outright: they are tunnels or local translations whose far end the guard cannot judge.
+ */
+const GLOBAL_UNICAST = ipaddr.parseCIDR("2000::/3");
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR("64:ff9b::/96");
+
+/**
+ * Parses an address, reading a dotted-quad tail of an IPv6 address as the two groups it stands
+ * for: ipaddr.js reads `::a.b.c.d` as IPv4-mapped (`::ffff:a.b.c.d`), which it is not, while the
+ * same address in hex (`::7f00:1`, as URLs and some resolvers write it) is read as it is.
+ */
+function parseAddress(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
+  const tail = /^(.*:)(\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3})(%.*)?$/.exec(address);
+  if (tail && ipaddr.IPv4.isValidFourPartDecimal(tail[2] as string)) {
+    const [a, b, c, d] = ipaddr.IPv4.parse(tail[2] as string).octets as [number, number, number, number];
+    const hex = `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+    return ipaddr.IPv6.parse(`${tail[1]}${hex}${tail[3] ?? ""}`);
+  }
+  return ipaddr.parse(address);
+}
+
+/** The IPv4 address an IPv4-mapped or well-known-prefix NAT64 address stands for. */
+function embeddedIPv4(ip: ipaddr.IPv4 | ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  if (ip.kind() !== "ipv6") return undefined;
+  const v6 = ip as ipaddr.IPv6;
+  if (v6.isIPv4MappedAddress()) return v6.toIPv4Address();
+  if (v6.match(NAT64_WELL_KNOWN)) {
+    const [hi, lo] = v6.parts.slice(6) as [number, number];
+    return new ipaddr.IPv4([hi >> 8, hi & 0xff, lo >> 8, lo & 0xff]);
+  }
+  return undefined;
+}
+
+/** Why `ip` is no public unicast address (the name of its range), or undefined when it is one. */
+function nonPublicRange(ip: ipaddr.IPv4 | ipaddr.IPv6): string | undefined {
+  const range = ip.range();
+  if (range !== "unicast") return range;
+  if (ip.kind() === "ipv4" || ip.match(GLOBAL_UNICAST)) return undefined;
+  const parts = (ip as ipaddr.IPv6).parts;
+  return parts.slice(0, 6).every((p) => p === 0) ? "ipv4Compatible" : "unallocated";
+}
 
 /**
  * Why `value` cannot be called at all, whatever its address: not a URL, not http(s), or with
@@ -97,22 +126,23 @@ export class OutboundGuard {
   refusal(address: string): string | undefined {
     let ip: ipaddr.IPv4 | ipaddr.IPv6;
     try {
-      ip = ipaddr.parse(address);
+      ip = parseAddress(address);
     } catch {
       return `${address} is not an IP address`;
     }
-    // An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is.
-    if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) {
-      ip = (ip as ipaddr.IPv6).toIPv4Address();
-    }
+    const embedded = embeddedIPv4(ip);
     for (const [net, bits] of this.allowed) {
-      if (net.kind() === ip.kind() && ip.match(net, bits)) return undefined;
+      for (const candidate of embedded ? [ip, embedded] : [ip]) {
+        if (net.kind() === candidate.kind() && candidate.match(net, bits)) return undefined;
+      }
     }
-    const range = ip.range();
-    if (REFUSED_RANGES.has(range)) {
-      return `${address} is a ${range} address; outbound calls reach only public addresses unless PORTICO_OUTBOUND_ALLOW covers it`;
-    }
-    return undefined;
+    const range = nonPublicRange(embedded ?? ip);
+    if (range === undefined) return undefined;
+    const a = /^[aeiou]/i.test(range) ? "an" : "a";
+    const what = embedded
+      ? `${address} stands for ${embedded.toString()}, ${a} ${range} address`
+      : `${address} is ${a} ${range} address`;
+    return `${what}; outbound calls reach only public addresses unless PORTICO_OUTBOUND_ALLOW covers it`;
   }
 
   /** Checks a URL before any connection: its form, and the host when it is an address literal. */

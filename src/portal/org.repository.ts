@@ -7,8 +7,17 @@ export interface OrgRow {
   modified: number;
 }
 
-export async function findOrganization(q: Queryable): Promise<OrgRow | undefined> {
-  return q.selectFrom("organizations").select(["id", "settings", "created", "modified"]).executeTakeFirst();
+export async function findOrganization(
+  q: Queryable,
+): Promise<(OrgRow & { security_policy: string }) | undefined> {
+  return q
+    .selectFrom("organizations")
+    .select(["id", "settings", "security_policy", "created", "modified"])
+    .executeTakeFirst();
+}
+
+export async function saveSecurityPolicy(q: Queryable, id: string, policy: string): Promise<void> {
+  await q.updateTable("organizations").set({ security_policy: policy }).where("id", "=", id).execute();
 }
 
 /**

@@ -1,5 +1,13 @@
 import type { Transaction } from "kysely";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
+import {
+  impossiblePolicy,
+  type LockoutPolicy,
+  type PasswordPolicy,
+  type SecurityPolicy,
+  type StoredSecurityPolicy,
+  securityPolicyOf,
+} from "../auth/security-policy.js";
 import { FeedCache } from "../db/cache.js";
 import type { Db } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -10,6 +18,7 @@ import {
   findOrganization,
   insertOrganizationIfAbsent,
   lockOrganization,
+  saveSecurityPolicy,
   saveSettings,
 } from "./org.repository.js";
 import {
@@ -26,6 +35,8 @@ import {
 export interface Organization {
   id: string;
   settings: OrgSettings;
+  /** `portals/<id>/securityPolicy`: password rules and account lockout. */
+  securityPolicy: SecurityPolicy;
   created: number;
   modified: number;
 }
@@ -84,6 +95,7 @@ export class PortalService {
       return deepFreeze({
         id: row.id,
         settings: { ...DEFAULT_SETTINGS, ...(JSON.parse(row.settings) as Partial<OrgSettings>) },
+        securityPolicy: securityPolicyOf(row.security_policy),
         created: row.created,
         modified: row.modified,
       });
@@ -124,6 +136,49 @@ export class PortalService {
         await this.checkCrossFieldRules(trx, merged, update.changes);
         await saveSettings(trx, row.id, JSON.stringify(stored), Math.max(Date.now(), row.modified + 1));
         return { orgId: row.id };
+      },
+      { changes: ["org"] },
+    );
+  }
+
+  /**
+   * `securityPolicy/update`: the rules sent replace the stored ones (null clears a rule, as an
+   * empty value does in ArcGIS); rules not sent stay as they are.
+   */
+  async updateSecurityPolicy(
+    caller: Caller | null,
+    changes: { passwordPolicy: Partial<PasswordPolicy>; lockoutPolicy: Partial<LockoutPolicy> },
+  ): Promise<void> {
+    await this.writeSecurityPolicy(caller, (stored) => {
+      const next: StoredSecurityPolicy = {
+        passwordPolicy: { ...stored.passwordPolicy, ...changes.passwordPolicy },
+        lockoutPolicy: { ...stored.lockoutPolicy, ...changes.lockoutPolicy },
+        modified: Math.max(Date.now(), (stored.modified ?? 0) + 1),
+      };
+      const impossible = impossiblePolicy(securityPolicyOf(JSON.stringify(next)).passwordPolicy);
+      if (impossible) throw errors.invalidParameter("minLength", `cannot be met: the policy ${impossible}`);
+      return next;
+    });
+  }
+
+  /** `securityPolicy/reset`: back to the defaults. */
+  async resetSecurityPolicy(caller: Caller | null): Promise<void> {
+    await this.writeSecurityPolicy(caller, () => ({}));
+  }
+
+  /** Replaces the stored security policy with what `next` makes of it, the organization locked. */
+  private async writeSecurityPolicy(
+    caller: Caller | null,
+    next: (stored: StoredSecurityPolicy) => StoredSecurityPolicy | Record<string, never>,
+  ): Promise<void> {
+    requirePrivilege(caller, "portal:admin:manageSecurity");
+    await this.db.transaction(
+      async (trx) => {
+        await lockOrganization(trx, this.db.engine);
+        const row = await findOrganization(trx);
+        if (!row) throw new Error("the organization has not been created");
+        const stored = JSON.parse(row.security_policy) as StoredSecurityPolicy;
+        await saveSecurityPolicy(trx, row.id, JSON.stringify(next(stored)));
       },
       { changes: ["org"] },
     );

@@ -1,4 +1,10 @@
-import { actorOf, type Caller, requireMayGrant, requirePrivilege } from "../auth/caller.js";
+import {
+  actorOf,
+  type Caller,
+  requireMayChangeRole,
+  requireMayGrant,
+  requirePrivilege,
+} from "../auth/caller.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
@@ -100,7 +106,8 @@ export class RoleService {
 
   /**
    * Replaces the privileges of a role. Users holding it get the built-in role it now derives from,
-   * in the same transaction.
+   * in the same transaction. The caller must hold every privilege the role has now and every new
+   * one: narrowing a broader role would otherwise bring its holders within the caller's reach.
    */
   async setPrivileges(caller: Caller | null, id: string, privileges: string[]) {
     requirePrivilege(caller, "portal:admin:manageRoles");
@@ -115,6 +122,11 @@ export class RoleService {
       async (trx) => {
         const row = await findRole(trx, id);
         if (!row) throw errors.roleNotFound(id);
+        requireMayChangeRole(
+          caller,
+          { name: row.name, privileges: JSON.parse(row.privileges) as string[] },
+          "change the privileges of",
+        );
         await updateRole(trx, id, { privileges: JSON.stringify(unique), modified: now });
         await setBaseRoleForRoleHolders(trx, id, baseRoleOf(unique), now);
         await recordEvent(
@@ -127,6 +139,11 @@ export class RoleService {
     );
   }
 
+  /**
+   * Deletes a role nobody holds. Neither this nor `update` (name, description) changes what anyone
+   * may do, so `manageRoles` is enough; holders move between roles through `updateUserRole`, which
+   * has the account rule.
+   */
   async delete(caller: Caller | null, id: string) {
     requirePrivilege(caller, "portal:admin:manageRoles");
     await this.db.transaction(

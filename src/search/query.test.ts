@@ -102,5 +102,40 @@ describe("parseQuery", () => {
     expect(refusal(`${"(".repeat(40)}a${")".repeat(40)}`).message).toContain("deep");
     expect(refusal(Array.from({ length: 70 }, (_, i) => `w${i}`).join(" ")).message).toContain("terms");
     expect(refusal("x".repeat(3000)).message).toContain("characters");
+    // Counted in characters, not UTF-16 code units; refused at once however long.
+    expect(parse("😀".repeat(2048))).toEqual(term(null, "😀".repeat(2048)));
+    expect(refusal("😀".repeat(2049)).message).toContain("characters");
+    expect(refusal("x".repeat(50_000_000)).message).toContain("characters");
+  });
+
+  it("limits the words of a phrase and the length of a prefix, for words only", () => {
+    const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+    expect(parse(`"${words(16)}"`)).toEqual(term(null, words(16)));
+    expect(refusal(`"${words(17)}"`).message).toContain("more than 16 words");
+    expect(refusal(`title:"${words(17)}"`).message).toContain("more than 16 words");
+    expect(parse("pa*")).toEqual(term(null, "pa*"));
+    expect(refusal("p*").message).toContain("at least 2 characters");
+    expect(refusal("title:p*").message).toContain("'p*'");
+    // Values of other fields are compared whole, not as words.
+    expect(parse("owner:a*")).toEqual(term("owner", "a*"));
+  });
+
+  it("answers a repeated term once, and counts the words of distinct terms only", () => {
+    const phrase = '"the of and to"';
+    expect(parse(Array.from({ length: 64 }, () => phrase).join(" OR "))).toEqual(term(null, "the of and to"));
+    expect(parse(`a OR a OR b`)).toEqual({ kind: "or", children: [term(null, "a"), term(null, "b")] });
+    expect(parse(`(a b) (a b) c`)).toEqual({
+      kind: "and",
+      children: [{ kind: "and", children: [term(null, "a"), term(null, "b")] }, term(null, "c")],
+    });
+    const words = (n: number, from: number) => Array.from({ length: n }, (_, i) => `w${from + i}`).join(" ");
+    // 8 distinct phrases of 16 words: 128 words. One more word is refused, a repeat is not.
+    const eight = Array.from({ length: 8 }, (_, i) => `"${words(16, i * 16)}"`);
+    expect(parse([...eight, ...eight].join(" OR ")).kind).toBe("or");
+    expect(refusal([...eight, "extra"].join(" OR ")).message).toContain("more than 128 words");
+    // `title:` looks up other rows than a bare phrase: counted apart.
+    expect(refusal([...eight, `title:"${words(1, 0)}"`].join(" OR ")).message).toContain("128 words");
+    // Other fields do not count.
+    expect(parse([...eight, "owner:someone"].join(" OR ")).kind).toBe("or");
   });
 });

@@ -1,4 +1,5 @@
 import { errors } from "../errors.js";
+import { type WordQuery, wordQuery } from "./words.js";
 
 /**
  * The ArcGIS search syntax (`q`) as far as clients commonly use it: words and "quoted phrases",
@@ -23,6 +24,18 @@ export const MAX_QUERY_LENGTH = 2048;
 /** Nesting and term limits keep a hostile query from building a huge SQL statement. */
 const MAX_DEPTH = 32;
 const MAX_TERMS = 64;
+/** Words in one phrase: each is one more index lookup joined by position. */
+const MAX_PHRASE_WORDS = 16;
+/**
+ * Words of all word terms together, each distinct term counted once (a repeated term is looked up
+ * once): every word is one more index lookup, which on SQLite runs whole before the search's
+ * deadline is looked at again.
+ */
+const MAX_WORDS = 128;
+/** A shorter prefix (`a*`) reads a large part of the index. */
+const MIN_PREFIX_LENGTH = 2;
+/** Fields matched by words (`search/words.ts`); the others compare whole values. */
+const WORD_FIELDS: ReadonlySet<string | null> = new Set([null, "title"]);
 
 type Token =
   | { t: "(" | ")" | "AND" | "OR" | "NOT"; at: number }
@@ -34,7 +47,11 @@ type Token =
  * everything. Throws the 400 invalid-parameter error naming `q`.
  */
 export function parseQuery(q: string, fields: readonly string[]): QueryNode {
-  if ([...q].length > MAX_QUERY_LENGTH) bad(`must be at most ${MAX_QUERY_LENGTH} characters`);
+  // Code units first: that costs nothing, whatever the length; a query of more code units than
+  // twice the limit has more characters than the limit, and one below it is short to count.
+  if (q.length > 2 * MAX_QUERY_LENGTH || [...q].length > MAX_QUERY_LENGTH) {
+    bad(`must be at most ${MAX_QUERY_LENGTH} characters`);
+  }
   const parser = new Parser(tokenize(q), new Set(fields));
   return parser.parse();
 }
@@ -93,6 +110,9 @@ class Parser {
   private pos = 0;
   private depth = 0;
   private terms = 0;
+  /** The words of each distinct word term, by field and words (see `MAX_WORDS`). */
+  private readonly wordTerms = new Map<string, number>();
+  private words = 0;
 
   constructor(
     private readonly tokens: Token[],
@@ -120,7 +140,7 @@ class Parser {
       this.pos++;
       children.push(this.and(field));
     }
-    return children.length === 1 ? (children[0] as QueryNode) : { kind: "or", children };
+    return combine("or", children);
   }
 
   private and(field: string | null): QueryNode {
@@ -131,7 +151,7 @@ class Parser {
       if (next.t === "AND") this.pos++;
       children.push(this.unary(field));
     }
-    return children.length === 1 ? (children[0] as QueryNode) : { kind: "and", children };
+    return combine("and", children);
   }
 
   private unary(field: string | null): QueryNode {
@@ -170,12 +190,48 @@ class Parser {
       case "value": {
         if (++this.terms > MAX_TERMS) bad(`has more than ${MAX_TERMS} search terms`);
         if (token.value === "*" && !token.quoted) return { kind: "all" };
+        if (WORD_FIELDS.has(field)) this.countWords(field, checkWords(token.value, token.at));
         return { kind: "term", field, value: token.value };
       }
       default:
         bad(`has an unexpected '${describe(token)}' at position ${token.at + 1}`);
     }
   }
+
+  private countWords(field: string | null, query: WordQuery): void {
+    if (query.kind !== "words") return;
+    const key = `${field}|${query.prefix}|${query.words.join(" ")}`;
+    if (this.wordTerms.has(key)) return;
+    this.wordTerms.set(key, query.words.length);
+    this.words += query.words.length;
+    if (this.words > MAX_WORDS) bad(`has more than ${MAX_WORDS} words in its search terms`);
+  }
+}
+
+/**
+ * An AND or OR of `children`, each distinct child once: `x OR x` is `x`, and a term repeated 64
+ * times costs what it costs once.
+ */
+function combine(kind: "and" | "or", children: QueryNode[]): QueryNode {
+  const distinct = new Map<string, QueryNode>();
+  for (const child of children) distinct.set(JSON.stringify(child), child);
+  const list = [...distinct.values()];
+  return list.length === 1 ? (list[0] as QueryNode) : { kind, children: list };
+}
+
+function checkWords(value: string, at: number): WordQuery {
+  const query = wordQuery(value);
+  if (query.kind !== "words") return query;
+  if (query.words.length > MAX_PHRASE_WORDS) {
+    bad(`has a phrase of more than ${MAX_PHRASE_WORDS} words at position ${at + 1}`);
+  }
+  const last = query.words.at(-1) as string;
+  if (query.prefix && [...last].length < MIN_PREFIX_LENGTH) {
+    bad(
+      `has the prefix '${last}*' at position ${at + 1}; a prefix needs at least ${MIN_PREFIX_LENGTH} characters`,
+    );
+  }
+  return query;
 }
 
 function describe(token: Token): string {

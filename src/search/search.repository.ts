@@ -7,9 +7,10 @@ import {
   sql,
 } from "kysely";
 import type { ItemRow } from "../content/item.repository.js";
-import type { Queryable } from "../db/database.js";
+import { DeadlineExceeded, type Engine, type Queryable } from "../db/database.js";
 import type { Database, GroupTable } from "../db/schema.js";
 import type { QueryNode } from "./query.js";
+import { ftsQuery, tsqueryLiteral, wordQuery } from "./words.js";
 
 /**
  * Search as single SQL statements that SQLite and PostgreSQL both run unchanged: the `q` tree
@@ -52,7 +53,105 @@ export interface SearchSort<C extends string> {
 }
 
 /**
- * A substring pattern for LIKE with the ESCAPE clause below: `%` and `_` typed by the user are
+ * How a search runs: the engine decides how words are looked up. On SQLite every statement also
+ * carries `deadline` (epoch ms) as a `portico_deadline` condition, evaluated per row visited; on
+ * PostgreSQL the caller's transaction has a `statement_timeout` instead.
+ */
+export interface SearchContext {
+  engine: Engine;
+  deadline: number | undefined;
+  /**
+   * SQLite: the documents (`item_search_docs.doc`) holding each word term of the query, a JSON
+   * array by the term's FTS5 query, from `lookUpWords`.
+   */
+  words?: ReadonlyMap<string, string>;
+}
+
+/**
+ * Put first in an AND: SQLite evaluates the terms in order and stops at the first false one, so
+ * after a condition that rejects most rows the deadline would hardly ever be looked at.
+ */
+function withinDeadline(ctx: SearchContext): Expression<SqlBool> {
+  return ctx.deadline === undefined ? TRUE : sql<SqlBool>`portico_deadline(${ctx.deadline})`;
+}
+
+/**
+ * Items whose words (`search/words.ts`) contain the words of `value` as a phrase, the last word a
+ * prefix when `value` ends with `*`: in `title` only, or in any of title, description, snippet
+ * and tags. A lookup in the full-text index of migration 0009: on PostgreSQL within the
+ * statement; on SQLite done before it by `lookUpWords`, the documents it found passed in as one
+ * JSON array, whose reading checks the deadline every 1,024 documents.
+ */
+function itemWords(ctx: SearchContext, value: string, field: "title" | null): Expression<SqlBool> {
+  const query = wordQuery(value);
+  if (query.kind === "everything") return TRUE;
+  if (query.kind === "nothing") return FALSE;
+  if (ctx.engine === "sqlite") {
+    const docs = ctx.words?.get(ftsQuery(query, field ?? undefined));
+    if (docs === undefined) throw new Error(`search words '${value}' were not looked up`);
+    if (docs === "[]") return FALSE;
+    const deadline =
+      ctx.deadline === undefined
+        ? TRUE
+        : sql<SqlBool>`((key & 1023) <> 0 or portico_deadline(${ctx.deadline}))`;
+    return sql<SqlBool>`items.id in (select item_id from item_search_docs where doc in (select value from json_each(${docs}) where ${deadline}))`;
+  }
+  const tsquery = sql`${tsqueryLiteral(query)}::tsquery`;
+  const matches =
+    field === "title"
+      ? sql`item_words.title @@ ${tsquery}`
+      : sql`(item_words.title @@ ${tsquery} or item_words.description @@ ${tsquery} or item_words.snippet @@ ${tsquery} or item_words.tags @@ ${tsquery})`;
+  return sql<SqlBool>`items.id in (select item_words.item_id from item_words where ${matches})`;
+}
+
+/**
+ * SQLite: looks up the documents of every distinct word term of `node` in the FTS5 index, one
+ * statement per term, and returns `ctx` with them for `countItems` and `findItems`. An FTS5
+ * phrase lookup cannot be stopped once started, and reads every position of its words in the
+ * whole index whatever else the statement says (a rowid range included): 16 common words over
+ * 3,000 long items took 33 ms. In one statement, 64 such lookups held the event loop for seconds.
+ * Here the deadline is checked, and other requests are served, between lookups; one lookup is the
+ * longest the event loop is held.
+ */
+export async function lookUpWords(q: Queryable, node: QueryNode, ctx: SearchContext): Promise<SearchContext> {
+  if (ctx.engine !== "sqlite") return ctx;
+  const queries = new Set<string>();
+  collectWordQueries(node, queries);
+  const words = new Map<string, string>();
+  for (const match of queries) {
+    if (words.size > 0) await new Promise((resolve) => setImmediate(resolve));
+    if (ctx.deadline !== undefined && Date.now() > ctx.deadline) throw new DeadlineExceeded();
+    const { rows } = await sql<{
+      doc: number;
+    }>`select rowid as doc from item_words where item_words match ${match}`.execute(q);
+    words.set(match, JSON.stringify(rows.map((r) => r.doc)));
+  }
+  return { ...ctx, words };
+}
+
+/** The FTS5 queries of the word terms of `node`, each once. */
+function collectWordQueries(node: QueryNode, out: Set<string>): void {
+  switch (node.kind) {
+    case "all":
+      return;
+    case "and":
+    case "or":
+      for (const child of node.children) collectWordQueries(child, out);
+      return;
+    case "not":
+      collectWordQueries(node.child, out);
+      return;
+    case "term": {
+      if (node.field !== null && node.field !== "title") return;
+      const query = wordQuery(node.value);
+      if (query.kind === "words") out.add(ftsQuery(query, node.field ?? undefined));
+    }
+  }
+}
+
+/**
+ * Groups keep substring matching: they are few beside items, and the statement deadline bounds
+ * what a hostile query can cost. A substring pattern for LIKE with the ESCAPE clause below: `%` and `_` typed by the user are
  * literal characters, not wildcards.
  */
 function containsPattern(value: string): string {
@@ -101,20 +200,13 @@ function compile<EB>(
   }
 }
 
-function itemTerm(orgId: string) {
+function itemTerm(orgId: string, ctx: SearchContext) {
   return (eb: ItemsEb, field: string | null, value: string): Expression<SqlBool> => {
     const key = value.toLowerCase();
     switch (field) {
       case null:
-        // Items store tags as JSON text: a substring of that text is a substring of some tag.
-        return eb.or([
-          contains(eb.ref("items.title_key"), value),
-          contains(eb.ref("items.description"), value),
-          contains(eb.ref("items.snippet"), value),
-          contains(eb.ref("items.tags"), value),
-        ]);
       case "title":
-        return contains(eb.ref("items.title_key"), value);
+        return itemWords(ctx, value, field);
       case "owner":
         return eb("items.owner_key", "=", key);
       case "type":
@@ -211,11 +303,11 @@ function singleTag(node: QueryNode): string | undefined {
   return node.kind === "term" && node.field === "tags" ? node.value.toLowerCase() : undefined;
 }
 
-function taggedVisible(q: Queryable, tag: string, viewer: SearchViewer) {
+function taggedVisible(q: Queryable, tag: string, viewer: SearchViewer, ctx: SearchContext) {
   return q
     .selectFrom("item_tags")
     .where("item_tags.tag_key", "=", tag)
-    .where((eb) => itemVisibility(eb, viewer, TAG_COLUMNS));
+    .where((eb) => eb.and([withinDeadline(ctx), itemVisibility(eb, viewer, TAG_COLUMNS)]));
 }
 
 /** The number of rows `query` selects. */
@@ -226,11 +318,19 @@ async function countOf<TB extends keyof Database>(
   return Number(row.n);
 }
 
-function itemsMatching(q: Queryable, node: QueryNode, orgId: string, viewer: SearchViewer) {
-  const term = itemTerm(orgId);
+function itemsMatching(
+  q: Queryable,
+  node: QueryNode,
+  orgId: string,
+  viewer: SearchViewer,
+  ctx: SearchContext,
+) {
+  const term = itemTerm(orgId, ctx);
   return q
     .selectFrom("items")
-    .where((eb) => eb.and([compile(eb, node, term), itemVisibility(eb, viewer, ITEM_COLUMNS)]));
+    .where((eb) =>
+      eb.and([withinDeadline(ctx), compile(eb, node, term), itemVisibility(eb, viewer, ITEM_COLUMNS)]),
+    );
 }
 
 /** How many items match `node` that `viewer` may see. */
@@ -239,11 +339,12 @@ export async function countItems(
   node: QueryNode,
   orgId: string,
   viewer: SearchViewer,
+  ctx: SearchContext,
 ): Promise<number> {
   const tag = singleTag(node);
   return tag === undefined
-    ? countOf(itemsMatching(q, node, orgId, viewer))
-    : countOf(taggedVisible(q, tag, viewer));
+    ? countOf(itemsMatching(q, node, orgId, viewer, ctx))
+    : countOf(taggedVisible(q, tag, viewer, ctx));
 }
 
 /** One page of the items `countItems` counts. */
@@ -254,11 +355,12 @@ export function findItems(
   viewer: SearchViewer,
   sort: SearchSort<ItemSortColumn>,
   page: SearchPage,
+  ctx: SearchContext,
 ): Promise<ItemRow[]> {
   const tag = singleTag(node);
   if (tag !== undefined && sort.column === "modified") {
     // The index's order is the page's order; only the page's rows are read from items.
-    return taggedVisible(q, tag, viewer)
+    return taggedVisible(q, tag, viewer, ctx)
       .innerJoin("items", "items.id", "item_tags.item_id")
       .selectAll("items")
       .orderBy("item_tags.modified", sort.direction)
@@ -267,7 +369,7 @@ export function findItems(
       .offset(sql.lit(page.offset))
       .execute();
   }
-  return itemsMatching(q, node, orgId, viewer)
+  return itemsMatching(q, node, orgId, viewer, ctx)
     .selectAll("items")
     .orderBy(`items.${sort.column}`, sort.direction)
     .orderBy("items.id", sort.direction)
@@ -322,9 +424,17 @@ function groupVisibility(eb: GroupsEb, viewer: SearchViewer): Expression<SqlBool
   ]);
 }
 
-function groupsMatching(q: Queryable, node: QueryNode, orgId: string, viewer: SearchViewer) {
+function groupsMatching(
+  q: Queryable,
+  node: QueryNode,
+  orgId: string,
+  viewer: SearchViewer,
+  ctx: SearchContext,
+) {
   const term = groupTerm(orgId);
-  return q.selectFrom("groups").where((eb) => eb.and([compile(eb, node, term), groupVisibility(eb, viewer)]));
+  return q
+    .selectFrom("groups")
+    .where((eb) => eb.and([withinDeadline(ctx), compile(eb, node, term), groupVisibility(eb, viewer)]));
 }
 
 export async function countGroups(
@@ -332,8 +442,9 @@ export async function countGroups(
   node: QueryNode,
   orgId: string,
   viewer: SearchViewer,
+  ctx: SearchContext,
 ): Promise<number> {
-  return countOf(groupsMatching(q, node, orgId, viewer));
+  return countOf(groupsMatching(q, node, orgId, viewer, ctx));
 }
 
 export function findGroups(
@@ -343,8 +454,9 @@ export function findGroups(
   viewer: SearchViewer,
   sort: SearchSort<GroupSortColumn>,
   page: SearchPage,
+  ctx: SearchContext,
 ): Promise<GroupRow[]> {
-  return groupsMatching(q, node, orgId, viewer)
+  return groupsMatching(q, node, orgId, viewer, ctx)
     .selectAll("groups")
     .orderBy(`groups.${sort.column}`, sort.direction)
     .orderBy("groups.id", sort.direction)

@@ -82,18 +82,37 @@ export async function listUsers(
   return { total: Number(totalRow.n), rows };
 }
 
+/** A user with the privileges of its custom role (`role_privileges`, null for a built-in role). */
+export type AccountRow = UserRow & { role_privileges: string | null };
+
+function selectAccount(q: Queryable, username: string) {
+  return q
+    .selectFrom("users")
+    .leftJoin("roles", "roles.id", "users.role_id")
+    .selectAll("users")
+    .select("roles.privileges as role_privileges")
+    .where("users.username_key", "=", username.toLowerCase());
+}
+
+/** A user and the privileges it holds, for deciding whether a caller may manage the account. */
+export function findAccount(q: Queryable, username: string): Promise<AccountRow | undefined> {
+  return selectAccount(q, username).executeTakeFirst();
+}
+
 /**
- * Reads a user and, on PostgreSQL, locks the row until the transaction ends, so that decisions
- * taken from it (is this the last administrator?) hold when the change is written. SQLite
- * transactions are already serialised.
+ * Reads a user with its privileges and, on PostgreSQL, locks the user's row until the transaction
+ * ends, so that decisions taken from it (is this the last administrator? may the caller manage
+ * it?) hold when the change is written. Changing a custom role's privileges rewrites its holders'
+ * rows (`setBaseRoleForRoleHolders`), so it waits for this lock too. SQLite transactions are
+ * already serialised.
  */
 export function findUserForUpdate(
   q: Queryable,
   engine: Engine,
   username: string,
-): Promise<UserRow | undefined> {
-  const query = q.selectFrom("users").selectAll().where("username_key", "=", username.toLowerCase());
-  return (engine === "postgres" ? query.forUpdate() : query).executeTakeFirst();
+): Promise<AccountRow | undefined> {
+  const query = selectAccount(q, username);
+  return (engine === "postgres" ? query.forUpdate("users") : query).executeTakeFirst();
 }
 
 /** An enabled user with the default administrator role: the kind the organization must keep one of. */

@@ -7,8 +7,12 @@ import {
   requireMayManageAccountOf,
   requirePrivilege,
 } from "../auth/caller.js";
-import { hashPassword, verifyPassword } from "../auth/password.js";
+import type { PasswordHasher } from "../auth/password.js";
+import { hashNewPassword } from "../auth/password-change.js";
+import { type LockoutPolicy, lockoutStatus } from "../auth/security-policy.js";
+import { clearSignInFailures, findSignInFailuresOf, recordPassword } from "../auth/sign-in.repository.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
+import { unseen } from "../content/access.js";
 import { ownsContent } from "../content/item.repository.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
@@ -24,6 +28,7 @@ import { type Page, pageInfo } from "../validation/paging.js";
 import {
   countFullAdministrators,
   deleteUser,
+  findAccount,
   findUser,
   findUserForUpdate,
   insertUser,
@@ -79,6 +84,7 @@ export class UserService {
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
+    private readonly hasher: PasswordHasher,
   ) {
     this.selves = new FeedCache(db.feed, ["auth"], (self) => self.id as string);
   }
@@ -86,7 +92,18 @@ export class UserService {
   /** Creates an account. `caller` null is the system itself (the first administrator). */
   async create(caller: Caller | null, input: NewUser, opts: { system?: boolean } = {}): Promise<UserRow> {
     if (!opts.system) requirePrivilege(caller, "portal:admin:inviteUsers");
-    const passwordHash = await hashPassword(input.password);
+    // The first administrator's password is the operator's, set before any policy exists.
+    const passwordHash =
+      opts.system || caller === null
+        ? await this.hasher.hash(input.password, "system")
+        : await hashNewPassword(
+            { q: this.db.kysely, hasher: this.hasher },
+            (await this.portal.get()).securityPolicy.passwordPolicy,
+            null,
+            input.password,
+            "password",
+            `user:${caller.userId}`,
+          );
     const now = Date.now();
     try {
       return await this.db.transaction(async (trx) => {
@@ -117,6 +134,7 @@ export class UserService {
           last_login: -1,
         };
         await insertUser(trx, row);
+        await recordPassword(trx, row.id, passwordHash, now);
         await recordEvent(
           trx,
           { source: "user", operation: "add", objectId: row.username, actor: actorOf(caller) },
@@ -133,10 +151,11 @@ export class UserService {
   async get(caller: Caller | null, username: string): Promise<Record<string, unknown>> {
     const row = await findUser(this.db.kysely, username);
     const org = await this.portal.get();
-    if (!row) throw errors.userNotFound(username);
-    const view = viewOf(caller, row, org.settings.access === "public");
-    if (view === null) throw errors.userNotFound(username);
-    return userJson(row, org.id, view, await this.customPrivileges([row]));
+    // A missing user and one the caller may not see give the same answer (`unseen`).
+    const view = row ? viewOf(caller, row, org.settings.access === "public") : null;
+    if (!row || view === null) throw unseen(caller, () => errors.userNotFound(username));
+    const json = userJson(row, org.id, view, await this.customPrivileges([row]));
+    return view === "full" ? { ...json, ...(await this.lockouts(caller, [row], org)).get(row.id) } : json;
   }
 
   /** The signed-in user's own resource (`community/self`). */
@@ -161,9 +180,10 @@ export class UserService {
       sortOrder: page.sortOrder,
     });
     const customs = await this.customPrivileges(rows);
+    const lockouts = await this.lockouts(caller, rows, org);
     return {
       ...pageInfo(page, total, rows.length),
-      users: rows.map((r) => userJson(r, org.id, "full", customs)),
+      users: rows.map((r) => ({ ...userJson(r, org.id, "full", customs), ...lockouts.get(r.id) })),
     };
   }
 
@@ -182,26 +202,38 @@ export class UserService {
         );
       }
     }
-    const target = await findUser(this.db.kysely, username);
+    const target = await findAccount(this.db.kysely, username);
     if (!target) throw errors.userNotFound(username);
-    if (!isSelf) requireMayManageAccountOf(caller, target, "update");
+    const what = changes.password !== undefined ? "reset the password of" : "update";
+    // Checked again in the transaction, on the locked row; checking first spares a refused caller
+    // the cost of hashing a password.
+    if (!isSelf) requireMayManageAccountOf(caller, target, what);
     let passwordHash: string | undefined;
     if (changes.password !== undefined) {
+      const source = `user:${caller.userId}`;
       // Members changing their own password must prove they know the current one; an
       // administrator resetting someone else's does not.
       if (isSelf) {
         if (changes.oldPassword === undefined) throw errors.missingParameter("oldPassword");
-        if (!(await verifyPassword(changes.oldPassword, target.password_hash))) {
+        if (!(await this.hasher.verify(changes.oldPassword, target.password_hash, source))) {
           throw errors.invalidParameter("oldPassword", "does not match the current password");
         }
       }
-      passwordHash = await hashPassword(changes.password);
+      passwordHash = await hashNewPassword(
+        { q: this.db.kysely, hasher: this.hasher },
+        (await this.portal.get()).securityPolicy.passwordPolicy,
+        target,
+        changes.password,
+        "password",
+        source,
+      );
     }
     const now = Date.now();
     await this.db.transaction(
       async (trx) => {
-        const row = await findUser(trx, username);
+        const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
+        if (!isSelf) requireMayManageAccountOf(caller, row, what);
         await updateUser(trx, row.id, {
           ...(changes.firstName !== undefined ? { first_name: changes.firstName } : {}),
           ...(changes.lastName !== undefined ? { last_name: changes.lastName } : {}),
@@ -216,8 +248,13 @@ export class UserService {
           ...(passwordHash !== undefined ? { password_hash: passwordHash } : {}),
           modified: now,
         });
-        // A new password ends every session of the account, including the one that changed it.
-        if (passwordHash !== undefined) await deleteTokensOfUser(trx, row.id);
+        // A new password ends every session of the account, including the one that changed it,
+        // and unlocks sign-in (an administrator's reset is how a locked-out member gets back in).
+        if (passwordHash !== undefined) {
+          await deleteTokensOfUser(trx, row.id);
+          await recordPassword(trx, row.id, passwordHash, now);
+          await clearSignInFailures(trx, row.username_key);
+        }
         await recordEvent(
           trx,
           { source: "user", operation: "update", objectId: row.username, actor: actorOf(caller) },
@@ -274,6 +311,8 @@ export class UserService {
         const row = await findUserForUpdate(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         requireMayManageAccountOf(caller, row, disabled ? "disable" : "enable");
+        // Enabling also ends a lockout after failed sign-ins, on an enabled account too.
+        if (!disabled) await clearSignInFailures(trx, row.username_key);
         if (Boolean(row.disabled) === disabled) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
@@ -342,6 +381,29 @@ export class UserService {
       .limit(1)
       .executeTakeFirst();
     return row !== undefined;
+  }
+
+  /**
+   * Lockout state of the given users by user id (`locked`, `lockedUntil`, `failedLoginAttempts`),
+   * for callers who administer users; nothing for others.
+   */
+  private async lockouts(
+    caller: Caller | null,
+    rows: UserRow[],
+    org: { securityPolicy: { lockoutPolicy: LockoutPolicy } },
+  ): Promise<Map<string, ReturnType<typeof lockoutStatus>>> {
+    const out = new Map<string, ReturnType<typeof lockoutStatus>>();
+    if (!hasPrivilege(caller, "portal:admin:viewUsers")) return out;
+    const found = await findSignInFailuresOf(
+      this.db.kysely,
+      rows.map((r) => r.username_key),
+    );
+    const byKey = new Map(found.map((f) => [f.username_key, f]));
+    const now = Date.now();
+    for (const row of rows) {
+      out.set(row.id, lockoutStatus(byKey.get(row.username_key), org.securityPolicy.lockoutPolicy, now));
+    }
+    return out;
   }
 
   /** Privileges of the custom roles the given users hold, by role id. */

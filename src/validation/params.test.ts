@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { PorticoError } from "../errors.js";
-import { p, parseParams } from "./params.js";
+import { codePointLength, jsonMembersExceed, MAX_JSON_MEMBERS, p, parseParams } from "./params.js";
 
 describe("parseParams", () => {
   const specs = {
@@ -79,5 +79,53 @@ describe("parseParams", () => {
     for (const config of ['{"n":1,"s":"\\u0000"}', '{"n":1,"\\u0000":2}', '{"n":1,"a":[["\\u0000"]]}']) {
       expect(() => parseParams(specs, { name: "a", config })).toThrow(/'config': must not contain the NUL/);
     }
+  });
+});
+
+describe("length checks before any work", () => {
+  it("refuses a value far over maxLength from its length alone, without counting it", () => {
+    const r = p.string({ maxLength: 128 }).parse("x".repeat(50_000_000));
+    expect(r).toEqual({ ok: false, reason: "must be at most 128 characters (got at least 25000000)" });
+  });
+
+  it("counts code points as the spread did: a surrogate pair is one, a lone surrogate one", () => {
+    expect(codePointLength("a😀b")).toBe(3);
+    expect(codePointLength("\ud800x")).toBe(2);
+    expect(codePointLength("😀".repeat(128))).toBe(128);
+    expect(p.string({ maxLength: 128 }).parse("😀".repeat(128)).ok).toBe(true);
+    expect(p.string({ maxLength: 128 }).parse(`${"😀".repeat(100)}${"a".repeat(29)}`)).toEqual({
+      ok: false,
+      reason: "must be at most 128 characters (got 129)",
+    });
+    expect(p.string({ minLength: 2 }).parse("😀")).toEqual({
+      ok: false,
+      reason: "must be at least 2 characters",
+    });
+  });
+
+  it("refuses oversized booleans, numbers, enum values and lists before walking them", () => {
+    const huge = "1".repeat(10_000_000);
+    expect(p.boolean().parse(`true${huge}`).ok).toBe(false);
+    expect(p.integer().parse(huge)).toEqual({ ok: false, reason: "must be an integer" });
+    expect(p.number().parse(huge)).toEqual({ ok: false, reason: "must be a number" });
+    expect(p.string({ enum: ["a", "b"], caseInsensitive: true }).parse(huge).ok).toBe(false);
+    const list = p.list({ maxItems: 2, item: { maxLength: 3 } });
+    expect(list.parse(",".repeat(10_000_000))).toEqual({
+      ok: false,
+      reason: "must be at most 44 characters in all (got 10000000)",
+    });
+    expect(list.parse("a, b").ok).toBe(true);
+  });
+
+  it("tells JSON texts over the member limit without parsing them, ignoring commas in strings", () => {
+    expect(jsonMembersExceed('{"a":"x,y,z"}', 1)).toBe(false);
+    expect(jsonMembersExceed('{"a":1,"b":2,"c":3}', 1)).toBe(true);
+    expect(jsonMembersExceed('["a\\"b,c", 1, 2]', 1)).toBe(true);
+    expect(jsonMembersExceed('["a\\\\",","]', 1)).toBe(false);
+    const many = `{${Array.from({ length: 100_002 }, (_, i) => `"k${i}":1`).join(",")}}`;
+    expect(p.json({ type: "object" }).parse(many)).toEqual({
+      ok: false,
+      reason: `must have at most ${MAX_JSON_MEMBERS} members`,
+    });
   });
 });

@@ -12,6 +12,11 @@ export interface ParamSpec<T = unknown, Required extends boolean = boolean> {
   readonly required: Required;
   /** Converts the raw, non-empty string; returns the reason (e.g. "must be an integer") on failure. */
   readonly parse: (raw: string) => { ok: true; value: T } | { ok: false; reason: string };
+  /**
+   * Checks a value that is already parsed (a member of a JSON body used as parsed, see
+   * `parseParams`); only JSON parameters have it.
+   */
+  readonly accept?: (value: unknown) => { ok: true; value: T } | { ok: false; reason: string };
 }
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -50,24 +55,60 @@ function hasNul(value: unknown): boolean {
   return false;
 }
 
+/**
+ * Code points in `s`, as `[...s].length` counts them, without copying the string: a surrogate
+ * pair is one code point, a lone surrogate one as well.
+ */
+export function codePointLength(s: string): number {
+  let n = s.length;
+  for (let i = 0; i < s.length - 1; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = s.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
+/**
+ * Checks a length limit in code points at constant cost when it can: a string of `raw.length`
+ * UTF-16 units holds between `raw.length / 2` and `raw.length` code points, so only a string near
+ * the limit is counted. A 100 MB value is refused before anything walks it.
+ */
+function lengthProblem(raw: string, min: number | undefined, max: number | undefined): string | undefined {
+  if (max !== undefined && raw.length > 2 * max) {
+    return `must be at most ${max} characters (got at least ${Math.ceil(raw.length / 2)})`;
+  }
+  const near = (max !== undefined && raw.length > max) || (min !== undefined && raw.length < 2 * min);
+  if (!near) return undefined;
+  const length = codePointLength(raw);
+  if (max !== undefined && length > max) return `must be at most ${max} characters (got ${length})`;
+  if (min !== undefined && length < min) return `must be at least ${min} characters`;
+  return undefined;
+}
+
 function string<const R extends boolean = false>(options: StringOptions<R> = {}): ParamSpec<string, R> {
+  // An enum value is one of a few short words: anything longer is refused before it is compared.
+  const longestEnum = options.enum ? Math.max(...options.enum.map((e) => e.length)) : undefined;
   return {
     kind: "string",
     required: (options.required ?? false) as R,
     parse(raw) {
+      const problem = lengthProblem(raw, options.minLength, options.maxLength);
+      if (problem) return fail(problem);
       if (raw.includes("\u0000")) return fail(NUL_REASON);
-      const length = [...raw].length;
-      if (options.maxLength !== undefined && length > options.maxLength) {
-        return fail(`must be at most ${options.maxLength} characters (got ${length})`);
-      }
-      if (options.minLength !== undefined && length < options.minLength) {
-        return fail(`must be at least ${options.minLength} characters`);
-      }
       let value = raw;
       if (options.enum) {
-        const found = options.caseInsensitive
-          ? options.enum.find((e) => e.toLowerCase() === raw.toLowerCase())
-          : options.enum.find((e) => e === raw);
+        const found =
+          raw.length > (longestEnum as number)
+            ? undefined
+            : options.caseInsensitive
+              ? options.enum.find((e) => e.toLowerCase() === raw.toLowerCase())
+              : options.enum.find((e) => e === raw);
         if (found === undefined) return fail(`must be one of ${options.enum.join(", ")}`);
         value = found;
       }
@@ -85,6 +126,7 @@ function boolean<const R extends boolean = false>(options: Common<R> = {}): Para
     kind: "boolean",
     required: (options.required ?? false) as R,
     parse(raw) {
+      if (raw.length > 5) return fail("must be true or false");
       const v = raw.toLowerCase();
       if (v === "true") return ok(true);
       if (v === "false") return ok(false);
@@ -100,12 +142,15 @@ interface NumberOptions<R extends boolean> extends Common<R> {
   also?: readonly number[];
 }
 
+/** Longest text taken as a number: more digits than any double holds, with room for blanks. */
+const MAX_NUMBER_TEXT = 400;
+
 function integer<const R extends boolean = false>(options: NumberOptions<R> = {}): ParamSpec<number, R> {
   return {
     kind: "integer",
     required: (options.required ?? false) as R,
     parse(raw) {
-      if (!/^\s*-?\d+\s*$/.test(raw)) return fail("must be an integer");
+      if (raw.length > MAX_NUMBER_TEXT || !/^\s*-?\d+\s*$/.test(raw)) return fail("must be an integer");
       const value = Number(raw);
       if (!Number.isSafeInteger(value)) return fail("is out of range");
       return inRange(value, options);
@@ -118,6 +163,7 @@ function number<const R extends boolean = false>(options: NumberOptions<R> = {})
     kind: "number",
     required: (options.required ?? false) as R,
     parse(raw) {
+      if (raw.length > MAX_NUMBER_TEXT) return fail("must be a number");
       const value = Number(raw);
       if (raw.trim() === "" || !Number.isFinite(value)) return fail("must be a number");
       return inRange(value, options);
@@ -142,13 +188,27 @@ interface ListOptions<R extends boolean> extends Common<R> {
   item?: StringOptions<false>;
 }
 
-/** A comma-separated list such as `tags=a,b,c` (blank entries are dropped). */
+/** Longest entry assumed for a list whose entries declare no `maxLength` (ids, names, URIs). */
+const LIST_ENTRY_BOUND = 1024;
+
+/**
+ * A comma-separated list such as `tags=a,b,c` (blank entries are dropped). With `maxItems`, the
+ * whole text is bounded first (each entry at most twice its length in UTF-16 units, plus room for
+ * the comma and blanks around it), so an oversized list is refused before it is split.
+ */
 function list<const R extends boolean = false>(options: ListOptions<R> = {}): ParamSpec<string[], R> {
   const item = string(options.item ?? {});
+  const maxText =
+    options.maxItems === undefined
+      ? undefined
+      : options.maxItems * (2 * (options.item?.maxLength ?? LIST_ENTRY_BOUND) + 16);
   return {
     kind: "list",
     required: (options.required ?? false) as R,
     parse(raw) {
+      if (maxText !== undefined && raw.length > maxText) {
+        return fail(`must be at most ${maxText} characters in all (got ${raw.length})`);
+      }
       const items = raw
         .split(",")
         .map((s) => s.trim())
@@ -181,6 +241,41 @@ export function nestsDeeper(value: unknown, levels: number): boolean {
   return Object.values(value).some((v) => nestsDeeper(v, levels - 1));
 }
 
+/**
+ * Most members (object entries and array elements, at every level together) a JSON text may
+ * have, in a parameter or in a JSON body. Parsing time grows with the member count (a million keys
+ * take seconds, during which nothing else runs); no ArcGIS document comes near this.
+ */
+export const MAX_JSON_MEMBERS = 100_000;
+
+/**
+ * Whether the JSON `text` has more than `max` members, told without parsing it. Members but the
+ * first of each container follow a comma; counting commas with `indexOf` is cheap and, when they
+ * are few, settles it. Only a text with many commas is scanned for those outside strings, and the
+ * scan stops at the first one over.
+ */
+export function jsonMembersExceed(text: string, max: number = MAX_JSON_MEMBERS): boolean {
+  let commas = 0;
+  for (let i = text.indexOf(","); i !== -1; i = text.indexOf(",", i + 1)) {
+    if (++commas > max) break;
+  }
+  if (commas <= max) return false;
+  let count = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x2c && ++count > max) {
+      return true;
+    }
+  }
+  return false;
+}
+
 /** A JSON schema, kept as plain data. */
 export type JsonSchema = Record<string, unknown>;
 
@@ -195,22 +290,26 @@ function json<T = unknown, const R extends boolean = false>(
   options: JsonOptions<R> = {},
 ): ParamSpec<T, R> {
   const validate: ValidateFunction = ajv.compile(schema);
+  const accept = (value: unknown): Parsed<T> => {
+    if (nestsDeeper(value, MAX_JSON_DEPTH)) return fail(`must not nest deeper than ${MAX_JSON_DEPTH} levels`);
+    if (!validate(value)) return fail(describeSchemaError(validate.errors?.[0]));
+    if (hasNul(value)) return fail(NUL_REASON);
+    const reason = options.check?.(value);
+    return reason ? fail(reason) : ok(value as T);
+  };
   return {
     kind: "json",
     required: (options.required ?? false) as R,
+    accept,
     parse(raw) {
+      if (jsonMembersExceed(raw)) return fail(`must have at most ${MAX_JSON_MEMBERS} members`);
       let value: unknown;
       try {
         value = JSON.parse(raw);
       } catch (err) {
         return fail(`is not valid JSON (${(err as Error).message})`);
       }
-      if (nestsDeeper(value, MAX_JSON_DEPTH))
-        return fail(`must not nest deeper than ${MAX_JSON_DEPTH} levels`);
-      if (!validate(value)) return fail(describeSchemaError(validate.errors?.[0]));
-      if (hasNul(value)) return fail(NUL_REASON);
-      const reason = options.check?.(value);
-      return reason ? fail(reason) : ok(value as T);
+      return accept(value);
     },
   };
 }
@@ -251,12 +350,31 @@ export interface ParsedParams<S extends ParamSpecs> {
 export function parseParams<S extends ParamSpecs>(
   specs: S,
   raw: Readonly<Record<string, string | undefined>>,
+  /**
+   * A JSON body whose members are used as parsed (they win over `raw`): an object or array goes
+   * to a JSON parameter as it is, not turned back into text to be parsed again.
+   */
+  body?: Readonly<Record<string, unknown>>,
 ): ParsedParams<S> {
   const values: Record<string, unknown> = {};
   const empty = new Set<string>();
   const problems: PorticoError[] = [];
   for (const [name, spec] of Object.entries(specs)) {
-    const given = raw[name];
+    const member = body && Object.hasOwn(body, name) ? body[name] : undefined;
+    if (member !== undefined && member !== null && typeof member !== "string") {
+      const parsed =
+        spec.accept && typeof member === "object"
+          ? spec.accept(member)
+          : typeof member === "object"
+            ? nestsDeeper(member, MAX_JSON_DEPTH)
+              ? fail(`must not nest deeper than ${MAX_JSON_DEPTH} levels`)
+              : spec.parse(JSON.stringify(member))
+            : spec.parse(String(member));
+      if (parsed.ok) values[name] = parsed.value;
+      else problems.push(errors.invalidParameter(name, parsed.reason));
+      continue;
+    }
+    const given = typeof member === "string" ? member : raw[name];
     if (given === undefined || given === "") {
       if (given === "") empty.add(name);
       if (spec.required) problems.push(errors.missingParameter(name));

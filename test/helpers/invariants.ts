@@ -1,6 +1,8 @@
 import { Ajv } from "ajv";
 import { sql } from "kysely";
+import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
 import { USERNAME_PATTERN } from "../../src/config.js";
+import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
 import type { Db } from "../../src/db/database.js";
 import {
   addToDefinitionSchema,
@@ -36,11 +38,13 @@ const validLayers = ajv.compile(addToDefinitionSchema);
 const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["users", "role_id", "roles", "id"],
   ["tokens", "user_id", "users", "id"],
+  ["password_history", "user_id", "users", "id"],
   ["folders", "owner_id", "users", "id"],
   ["items", "owner_id", "users", "id"],
   ["items", "folder_id", "folders", "id"],
   ["item_tags", "item_id", "items", "id"],
   ["item_files", "item_id", "items", "id"],
+  ["item_file_chunks", "file_id", "item_files", "file_id"],
   ["groups", "owner_id", "users", "id"],
   ["group_members", "group_id", "groups", "id"],
   ["group_members", "user_id", "users", "id"],
@@ -110,6 +114,7 @@ const REQUIRED_TEXT: readonly [string, string][] = [
   ["organizations", "id"],
   ["users", "username"],
   ["users", "password_hash"],
+  ["password_history", "password_hash"],
   ["users", "user_type"],
   ["roles", "name"],
   ["folders", "title"],
@@ -178,6 +183,7 @@ const SHAPE_NAMES: Record<JsonShape, string> = {
 /** JSON text columns and the shape each must parse to; no string in them may hold NUL. */
 const JSON_COLUMNS: readonly [string, string, JsonShape][] = [
   ["organizations", "settings", "object"],
+  ["organizations", "security_policy", "object"],
   ["users", "tags", "strings"],
   ["roles", "privileges", "strings"],
   ["events", "properties", "object"],
@@ -349,7 +355,7 @@ type Select = (text: string) => Promise<Row[]>;
 type Bad = (rule: string, where: string, detail?: string) => void;
 
 async function checkOrganization(select: Select, bad: Bad) {
-  const orgs = await select("SELECT id, settings FROM organizations");
+  const orgs = await select("SELECT id, settings, security_policy FROM organizations");
   if (orgs.length !== 1) bad("organization", "organizations", `${orgs.length} rows instead of one`);
   for (const org of orgs) {
     const parsed = parseJson(org.settings);
@@ -368,6 +374,44 @@ async function checkOrganization(select: Select, bad: Bad) {
       if (value === null || value === "" || !def.spec.parse(asParam(value)).ok) {
         bad("setting", `organizations.settings.${name}`, `invalid value ${short(value)}`);
       }
+    }
+    checkSecurityPolicy(org.security_policy, bad);
+  }
+}
+
+/** Every stored rule is one the update operation accepts: in its range, or null where allowed. */
+function checkSecurityPolicy(text: string, bad: Bad) {
+  const parsed = parseJson(text);
+  if (!parsed.ok || !isObject(parsed.value)) return;
+  const stored = parsed.value as Record<string, unknown>;
+  const groups: [string, Record<string, { min: number; max: number; nullable?: boolean }>][] = [
+    ["passwordPolicy", PASSWORD_RULE_RANGES],
+    ["lockoutPolicy", LOCKOUT_RULE_RANGES],
+  ];
+  for (const name of Object.keys(stored)) {
+    if (!["passwordPolicy", "lockoutPolicy", "modified"].includes(name)) {
+      bad("security policy", `organizations.security_policy.${short(name)}`, "unknown key");
+    }
+  }
+  for (const [group, ranges] of groups) {
+    const rules = stored[group];
+    if (rules === undefined) continue;
+    if (!isObject(rules)) {
+      bad("security policy", `organizations.security_policy.${group}`, "not an object");
+      continue;
+    }
+    for (const [rule, value] of Object.entries(rules as Record<string, unknown>)) {
+      const range = ranges[rule];
+      const ok =
+        range !== undefined &&
+        ((value === null && range.nullable === true) ||
+          (Number.isInteger(value) && (value as number) >= range.min && (value as number) <= range.max));
+      if (!ok)
+        bad(
+          "security policy",
+          `organizations.security_policy.${group}.${short(rule)}`,
+          `invalid value ${short(value)}`,
+        );
     }
   }
 }
@@ -470,6 +514,35 @@ async function checkContent(select: Select, bad: Bad) {
       }
     }
   }
+  // A file's bytes are its chunks (0007): numbered from 0 without a gap, each of FILE_CHUNK_BYTES
+  // but the last, adding up to the file's size; an item's size is its data's.
+  const files = await select(
+    `SELECT f.item_id, f.kind, f.size, i.size AS item_size, COUNT(c.seq) AS n,
+            COALESCE(SUM(length(c.data)), 0) AS bytes, COALESCE(MIN(c.seq), 0) AS first, COALESCE(MAX(c.seq), -1) AS last
+     FROM item_files f JOIN items i ON i.id = f.item_id
+     LEFT JOIN item_file_chunks c ON c.file_id = f.file_id
+     GROUP BY f.item_id, f.kind, f.size, i.size`,
+  );
+  for (const f of files) {
+    const where = `item_files ${f.item_id} ${f.kind}`;
+    const size = Number(f.size);
+    const n = Math.ceil(size / FILE_CHUNK_BYTES);
+    if (Number(f.bytes) !== size)
+      bad("file", where, `size ${size} but its chunks hold ${Number(f.bytes)} bytes`);
+    if (Number(f.n) !== n || Number(f.first) !== 0 || Number(f.last) !== n - 1) {
+      bad("file", where, `chunks ${Number(f.first)}..${Number(f.last)} (${Number(f.n)}) for ${n}`);
+    }
+    if (f.kind === "data" && Number(f.item_size) !== size) {
+      bad("file", where, `the item's size is ${Number(f.item_size)} but its data holds ${size} bytes`);
+    }
+  }
+  const shortChunks = await select(
+    `SELECT c.file_id, c.seq, length(c.data) AS len FROM item_file_chunks c JOIN item_files f ON f.file_id = c.file_id
+     WHERE (c.seq + 1) * ${FILE_CHUNK_BYTES} < f.size AND length(c.data) <> ${FILE_CHUNK_BYTES}`,
+  );
+  for (const c of shortChunks)
+    bad("file", `item_file_chunks ${c.file_id} ${c.seq}`, `${Number(c.len)} bytes`);
+
   for (const c of await select("SELECT id, comment FROM comments")) {
     if ([...String(c.comment)].length > 2048) bad("length", `comments ${c.id}`, "longer than 2048");
   }

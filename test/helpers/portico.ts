@@ -64,6 +64,8 @@ export interface TestPortalOptions {
   keepStore?: boolean;
   /** Headers sent with every request of the helpers (e.g. `X-Forwarded-Proto` behind a trusted proxy). */
   headers?: Record<string, string>;
+  /** Fastify logger options (e.g. `{ stream }` to read what the portal logs); none by default. */
+  logger?: object;
 }
 
 export function testConfig(store: TestStore, env: Record<string, string> = {}): Config {
@@ -97,7 +99,12 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
   const config = testConfig(store, options.env);
   let portico: Portico;
   try {
-    portico = await startPortico({ config, schema: store.schema, logger: false, announce: () => {} });
+    portico = await startPortico({
+      config,
+      schema: store.schema,
+      logger: options.logger ?? false,
+      announce: () => {},
+    });
   } catch (err) {
     // A half-migrated schema left behind would confuse later start-ups on the same database.
     if (!options.store) await store.destroy();

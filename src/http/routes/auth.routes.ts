@@ -1,3 +1,4 @@
+import type { Presenter } from "../../auth/token-binding.js";
 import { errors } from "../../errors.js";
 import { REST_VERSION } from "../../portal/portal.service.js";
 import type { Services } from "../../services.js";
@@ -15,6 +16,7 @@ async function serverToken(
   apiBase: string,
   serverUrl: string,
   token: string,
+  presenter: Presenter,
   ssl: boolean,
 ) {
   const owner = owningSystemUrl(apiBase).replace(/\/+$/, "").toLowerCase();
@@ -25,7 +27,8 @@ async function serverToken(
       `must be a server of this portal (${owningSystemUrl(apiBase)})`,
     );
   }
-  const { expires } = await services.auth.session(token);
+  // The token must be one this request may present (its referer or address binding).
+  const { expires } = await services.auth.presentedSession(token, presenter);
   return { token, expires, ssl };
 }
 
@@ -66,15 +69,24 @@ export const authRoutes = [
       expiration: p.integer({ min: 1 }),
       serverUrl: p.string({ maxLength: 2048 }),
       token: p.string({ maxLength: 1024 }),
+      // portico: sets a new password while signing in, the way to change an expired one.
+      newPassword: p.string({ minLength: 8, maxLength: 1024 }),
     },
-    handler: async ({ params, services, requestIp, apiBase, org }) => {
+    handler: async ({ params, services, requestIp, referer, apiBase, org }) => {
       if (
         params.serverUrl !== undefined &&
         params.token !== undefined &&
         params.username === undefined &&
         params.password === undefined
       ) {
-        return serverToken(services, apiBase, params.serverUrl, params.token, org.settings.allSSL === true);
+        return serverToken(
+          services,
+          apiBase,
+          params.serverUrl,
+          params.token,
+          { referer, ip: requestIp },
+          org.settings.allSSL === true,
+        );
       }
       if (params.username === undefined) throw errors.missingParameter("username");
       if (params.password === undefined) throw errors.missingParameter("password");
@@ -90,6 +102,7 @@ export const authRoutes = [
         ip: params.ip,
         expiration: params.expiration,
         requestIp,
+        newPassword: params.newPassword,
       });
     },
   }),

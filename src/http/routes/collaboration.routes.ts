@@ -1,5 +1,6 @@
+import fs from "node:fs";
 import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
-import type { PeerEnvelope } from "../../collaboration/peer.js";
+import { PEER_HEADERS, type PeerEnvelope } from "../../collaboration/peer.js";
 import type { AccessMode } from "../../db/schema.js";
 import { errors, PorticoError } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
@@ -20,6 +21,14 @@ const ws = `${base}/workspaces/:workspaceId`;
 const MODES = ["send", "receive", "sendAndReceive"] as const;
 /** Signed files are small; this bounds what is parsed. */
 const MAX_FILE_CHARS = 1024 * 1024;
+/**
+ * The invitation and response operations take the file's text as a parameter (percent-encoded,
+ * up to three bytes a character) or the file itself.
+ */
+const fileLimits = (fileParam: string) => ({
+  bodyLimit: 4 * MAX_FILE_CHARS,
+  files: { [fileParam]: { maxBytes: MAX_FILE_CHARS } },
+});
 
 const CONFIG_SCHEMA: JsonSchema = {
   type: "object",
@@ -68,17 +77,17 @@ function contactOf(params: Record<string, unknown>, prefix: "host" | "guest"): C
 }
 
 /** A signed file, sent as text in `textParam` or uploaded as `fileParam`. */
-function fileText(
+async function fileText(
   text: string | undefined,
   files: Record<string, UploadedFile>,
   textParam: string,
   fileParam: string,
-): { text: string; param: string } {
+): Promise<{ text: string; param: string }> {
   const file = files[fileParam];
   if (file) {
-    if (file.data.length > MAX_FILE_CHARS)
+    if (file.size > MAX_FILE_CHARS)
       throw errors.invalidParameter(fileParam, "is larger than 1 MB; it is not a collaboration file");
-    return { text: file.data.toString("utf8"), param: fileParam };
+    return { text: await fs.promises.readFile(file.path, "utf8"), param: fileParam };
   }
   if (text !== undefined) return { text, param: textParam };
   throw new PorticoError(400, `Missing required parameter '${textParam}'.`, "PARAM_0001", [
@@ -144,8 +153,14 @@ export const collaborationRoutes = [
       auth: "required",
       privilege: PRIVILEGE,
       params: { invitationJSON: p.string({ maxLength: MAX_FILE_CHARS }), ...contactParams("guest") },
+      ...fileLimits("invitationFile"),
       handler: async ({ params, files, caller, services }) => {
-        const { text, param } = fileText(params.invitationJSON, files, "invitationJSON", "invitationFile");
+        const { text, param } = await fileText(
+          params.invitationJSON,
+          files,
+          "invitationJSON",
+          "invitationFile",
+        );
         return op === "validateCollaborationInvitation"
           ? services.collaborations.validateInvitation(caller, text, param)
           : services.collaborations.acceptInvitation(caller, text, param, contactOf(params, "guest"));
@@ -280,8 +295,9 @@ export const collaborationRoutes = [
       auth: "required",
       privilege: PRIVILEGE,
       params: { invitationResponseJSON: p.string({ maxLength: MAX_FILE_CHARS }) },
+      ...fileLimits("invitationResponseFile"),
       handler: async ({ params, files, path, caller, services }) => {
-        const { text, param } = fileText(
+        const { text, param } = await fileText(
           params.invitationResponseJSON,
           files,
           "invitationResponseJSON",
@@ -566,6 +582,24 @@ export const collaborationRoutes = [
     path: "/portico/peer/:op",
     // Portals authenticate each other with signed envelopes (checked by the sync engine), not tokens.
     auth: "none",
+    // A batch carries items of up to 64 MB of data base64-encoded (`MAX_TRANSPORT_BYTES` in
+    // sync.ts), about 86 MB, with their thumbnails and metadata.
+    bodyLimit: 110 * 1024 * 1024,
+    // Anyone can reach this endpoint, and the signature that says who calls is inside the body:
+    // a body over the first MB is read only from a participant the headers name.
+    screenLargeBody: async (headers, services) => {
+      const collaborationId = headers[PEER_HEADERS.collaboration];
+      const from = headers[PEER_HEADERS.from];
+      if (
+        typeof collaborationId !== "string" ||
+        typeof from !== "string" ||
+        !(await services.sync.knowsPeer(collaborationId, from))
+      ) {
+        throw errors.peerCallRefused();
+      }
+    },
+    // The envelope (up to 110 MB) is parsed once, by the JSON body parser, and used as parsed.
+    parsedJsonBody: true,
     params: {
       envelope: p.json<PeerEnvelope, true>(
         {
@@ -585,7 +619,15 @@ export const collaborationRoutes = [
       ),
       signature: p.string({ required: true, maxLength: 200 }),
     },
-    handler: async ({ params, path, services }) => {
+    handler: async ({ params, path, headers, services }) => {
+      // The headers that let the body in must name the sender the signed envelope names: a call
+      // may not borrow a known participant's name to be read, then speak as someone else.
+      const named = [
+        [headers[PEER_HEADERS.collaboration], params.envelope.collaborationId],
+        [headers[PEER_HEADERS.from], params.envelope.from],
+      ];
+      if (named.some(([header, signed]) => header !== undefined && header !== signed))
+        throw errors.peerCallRefused();
       if (params.envelope.op !== path.op)
         throw errors.invalidParameter("envelope", "names another operation than the URL");
       return services.sync.answerPeer(params.envelope, params.signature);

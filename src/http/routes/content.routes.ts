@@ -1,21 +1,16 @@
+import { servedType } from "../../content/file-types.js";
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
+import { itemSpecs } from "../../content/item-specs.js";
 import { errors } from "../../errors.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { NUL_REASON, p } from "../../validation/params.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
 import { RawBody } from "../render.js";
 
-/** The item's editable fields, shared by addItem and update. */
+/** The item's editable fields, shared by addItem and update; `text` is the data as a form value. */
 const itemParams = {
-  title: p.string({ maxLength: 250 }),
-  type: p.string({ maxLength: 128 }),
-  typeKeywords: p.list({ maxItems: 128, item: { maxLength: 256 } }),
-  description: p.string({ maxLength: 64_000 }),
-  snippet: p.string({ maxLength: 2048 }),
-  tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
-  url: p.string({ maxLength: 2048 }),
+  ...itemSpecs,
   text: p.string({ maxLength: 10 * 1024 * 1024 }),
-  properties: p.json<Record<string, unknown>>({ type: "object" }),
 };
 
 type ItemParamValues = {
@@ -26,6 +21,23 @@ type ItemParamValues = {
     : never;
 };
 
+const MB = 1024 * 1024;
+
+/**
+ * What addItem and update take: `text` of up to 10 million characters, percent-encoded, besides
+ * the other fields; an item's data file of up to 100 MB and a thumbnail of up to 10 MB.
+ */
+const itemLimits = {
+  bodyLimit: 32 * MB,
+  files: { file: { maxBytes: 100 * MB }, thumbnail: { maxBytes: 10 * MB } },
+} as const;
+
+/** An uploaded file, stored from its temporary file a chunk at a time. */
+function itemFile(file: UploadedFile | undefined): ItemFile | undefined {
+  if (!file) return undefined;
+  return { filename: file.filename, contentType: file.contentType, path: file.path };
+}
+
 /** The item's data comes from an uploaded `file` or from `text`; the thumbnail from an upload. */
 function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>): ItemFields {
   // File names are stored with the files; like every parameter, they may not hold NUL.
@@ -34,7 +46,7 @@ function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>
       throw errors.invalidParameter(field, `has a file name that ${NUL_REASON}`);
     }
   }
-  let data: ItemFile | undefined = files.file;
+  let data: ItemFile | undefined = itemFile(files.file);
   if (!data && params.text !== undefined) {
     const isJson = (() => {
       try {
@@ -60,7 +72,7 @@ function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>
     url: params.url,
     properties: params.properties,
     data,
-    thumbnail: files.thumbnail,
+    thumbnail: itemFile(files.thumbnail),
   };
 }
 
@@ -97,7 +109,10 @@ export const contentRoutes = [
     handler: async ({ path, caller, services }) => {
       const file = await services.items.data(caller, path.itemId as string);
       // ArcGIS answers an empty JSON object for an item without data.
-      return file ? new RawBody(file.contentType, file.data, file.filename) : {};
+      if (!file) return {};
+      // Shown inline only when no browser would run it (file-types.ts); streamed from its chunks.
+      const served = servedType(file.contentType);
+      return new RawBody(served.contentType, file, file.filename, served.disposition);
     },
   }),
   defineRoute({
@@ -108,8 +123,7 @@ export const contentRoutes = [
     params: {},
     handler: async ({ path, caller, services }) => {
       const file = await services.items.thumbnail(caller, path.itemId as string);
-      if (!file) throw errors.notFound(`Thumbnail of item '${path.itemId}'`);
-      return new RawBody(file.contentType, file.data, file.filename);
+      return new RawBody(file.contentType, file, file.filename);
     },
   }),
   defineRoute({
@@ -132,6 +146,7 @@ export const contentRoutes = [
       title: { ...itemParams.title, required: true as const },
       type: { ...itemParams.type, required: true as const },
     },
+    ...itemLimits,
     handler: async ({ params, files, path, caller, services }) =>
       services.items.add(caller, path.username as string, path.folderId, itemFields(params, files)),
   }),
@@ -141,6 +156,7 @@ export const contentRoutes = [
     path: itemOp("update"),
     auth: "required",
     params: { ...itemParams, clearEmptyFields: p.boolean() },
+    ...itemLimits,
     handler: async ({ params, empty, files, path, caller, services }) =>
       services.items.update(
         caller,

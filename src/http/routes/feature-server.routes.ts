@@ -25,6 +25,12 @@ const servicesBase = (apiBase: string) => `${owningSystemUrl(apiBase)}/rest/serv
  * resources, their admin operations, and the server's `/rest/info` that Esri's clients ask before
  * exchanging a portal token for a server token.
  */
+/**
+ * Service definitions (layers with their fields, renderers and symbols, whose pictures travel
+ * base64-encoded) run to megabytes; the operations that take one accept this much.
+ */
+const DEFINITION_BODY_LIMIT = 16 * 1024 * 1024;
+
 export const featureServerRoutes = [
   defineRoute({
     name: "content.createService",
@@ -32,6 +38,7 @@ export const featureServerRoutes = [
     path: ["/content/users/:username/createService", "/content/users/:username/:folderId/createService"],
     auth: "required",
     privilege: "portal:publisher:publishFeatures",
+    bodyLimit: DEFINITION_BODY_LIMIT,
     params: {
       createParameters: p.json<CreateParameters, true>(createParametersSchema, {
         required: true,
@@ -105,6 +112,7 @@ export const featureServerRoutes = [
     path: "/admin/services/:name/FeatureServer/addToDefinition",
     root: "server",
     auth: "required",
+    bodyLimit: DEFINITION_BODY_LIMIT,
     params: {
       addToDefinition: p.json<AddToDefinition, true>(addToDefinitionSchema, { required: true }),
     },
@@ -117,6 +125,7 @@ export const featureServerRoutes = [
     path: "/admin/services/:name/FeatureServer/updateDefinition",
     root: "server",
     auth: "required",
+    bodyLimit: DEFINITION_BODY_LIMIT,
     params: {
       updateDefinition: p.json<ServiceProperties, true>(updateDefinitionSchema, {
         required: true,

@@ -1,5 +1,14 @@
 import { requirePrivilege } from "../../auth/caller.js";
 import {
+  LOCKOUT_RULE_RANGES,
+  LOCKOUT_RULES,
+  type LockoutPolicy,
+  PASSWORD_RULE_RANGES,
+  PASSWORD_RULES,
+  type PasswordPolicy,
+  securityPolicyJson,
+} from "../../auth/security-policy.js";
+import {
   isSettingName,
   ORG_SETTINGS,
   privilegesFor,
@@ -49,6 +58,12 @@ function portalViewFor(
   return view;
 }
 
+/** `securityPolicy/update`: ArcGIS's password rules and portico's lockout rules, each an integer in range. */
+const securityPolicySpecs = Object.fromEntries([
+  ...PASSWORD_RULES.map((rule) => [rule, p.integer(PASSWORD_RULE_RANGES[rule])]),
+  ...LOCKOUT_RULES.map((rule) => [rule, p.integer(LOCKOUT_RULE_RANGES[rule])]),
+]) as Record<keyof PasswordPolicy | keyof LockoutPolicy, ParamSpec<number, false>>;
+
 export const portalRoutes = [
   defineRoute({
     name: "portals.get",
@@ -64,6 +79,9 @@ export const portalRoutes = [
     methods: ["POST"],
     path: "/portals/:portalId/update",
     auth: "required",
+    // Lists of up to 1,000 URLs each (allowedExternalLinks, authorizedCrossOriginDomains, ...) and
+    // portalProperties, the home page's configuration.
+    bodyLimit: 8 * 1024 * 1024,
     params: { ...settingSpecs, clearEmptyFields: p.boolean() },
     authorize: (caller, raw) => {
       const clearing = raw.clearEmptyFields?.toLowerCase() === "true";
@@ -116,6 +134,55 @@ export const portalRoutes = [
         sortField: (params.sortField ?? "username") as keyof typeof USER_SORT_FIELDS,
         sortOrder: (params.sortOrder ?? "asc") as "asc" | "desc",
       });
+    },
+  }),
+  defineRoute({
+    name: "portals.securityPolicy",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/securityPolicy",
+    // Members read it too: they need the rules to choose a password they are allowed to set.
+    auth: "required",
+    params: {},
+    handler: async ({ org }) => securityPolicyJson(org.securityPolicy),
+  }),
+  defineRoute({
+    name: "portals.securityPolicy.update",
+    methods: ["POST"],
+    path: "/portals/:portalId/securityPolicy/update",
+    auth: "required",
+    privilege: "portal:admin:manageSecurity",
+    params: securityPolicySpecs,
+    handler: async ({ params, empty, caller, services }) => {
+      // A rule sent empty is cleared (ArcGIS's own example sends `minUpper=`); one not sent stays.
+      const pick = <K extends string>(rules: readonly K[], nullable: (rule: K) => boolean) => {
+        const out: Partial<Record<K, number | null | undefined>> = {};
+        for (const rule of rules) {
+          const value = (params as Record<string, number | undefined>)[rule];
+          if (value !== undefined) out[rule] = value;
+          else if (empty.has(rule as never)) out[rule] = nullable(rule) ? null : undefined;
+        }
+        return out;
+      };
+      await services.portal.updateSecurityPolicy(caller, {
+        passwordPolicy: pick(
+          PASSWORD_RULES,
+          (rule) => PASSWORD_RULE_RANGES[rule].nullable,
+        ) as Partial<PasswordPolicy>,
+        lockoutPolicy: pick(LOCKOUT_RULES, () => false) as Partial<LockoutPolicy>,
+      });
+      return { success: true };
+    },
+  }),
+  defineRoute({
+    name: "portals.securityPolicy.reset",
+    methods: ["POST"],
+    path: "/portals/:portalId/securityPolicy/reset",
+    auth: "required",
+    privilege: "portal:admin:manageSecurity",
+    params: {},
+    handler: async ({ caller, services }) => {
+      await services.portal.resetSecurityPolicy(caller);
+      return { success: true };
     },
   }),
 ];

@@ -1,0 +1,223 @@
+import fs from "node:fs/promises";
+import { Readable } from "node:stream";
+import type { Queryable } from "../db/database.js";
+import { newId } from "../ids.js";
+
+/**
+ * Item files (an item's data, its thumbnail), stored in the database in chunks: every node of a
+ * deployment shares the database, not a file system. Files are written and read a chunk at a
+ * time, so neither an upload of 100 MB nor eight concurrent downloads of it hold more than a few
+ * chunks in memory. Each version of a file has its own id; its chunks go with its row (migration
+ * 0007).
+ */
+
+/** Bytes per chunk: large enough that a file is few rows, small enough to hold a few at once. */
+export const FILE_CHUNK_BYTES = 1024 * 1024;
+
+export type FileKind = "data" | "thumbnail";
+
+/**
+ * Where the bytes of a file to store come from: memory (`text`, a replicated copy) or a file on
+ * disk (an upload the request parser spooled), which is read a chunk at a time.
+ */
+export type FileSource = { data: Buffer } | { path: string };
+
+/** A stored file's row: what it is, without its bytes. */
+export interface StoredFile {
+  itemId: string;
+  kind: FileKind;
+  name: string;
+  contentType: string;
+  fileId: string;
+  size: number;
+}
+
+/** The first `n` bytes of a source (fewer when it is shorter), without reading the rest. */
+export async function headOf(source: FileSource, n: number): Promise<Buffer> {
+  if ("data" in source) return source.data.subarray(0, n);
+  const handle = await fs.open(source.path, "r");
+  try {
+    const head = Buffer.alloc(n);
+    const { bytesRead } = await handle.read(head, 0, n, 0);
+    return head.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** The chunks of a source in order; a file on disk is read one chunk at a time. */
+async function* chunksOf(source: FileSource): AsyncGenerator<Buffer> {
+  if ("data" in source) {
+    for (let at = 0; at < source.data.length; at += FILE_CHUNK_BYTES) {
+      yield source.data.subarray(at, at + FILE_CHUNK_BYTES);
+    }
+    return;
+  }
+  const handle = await fs.open(source.path, "r");
+  try {
+    for (;;) {
+      // A fresh buffer per chunk: the driver may still hold the last one while it is sent.
+      const chunk = Buffer.allocUnsafe(FILE_CHUNK_BYTES);
+      let filled = 0;
+      while (filled < FILE_CHUNK_BYTES) {
+        const { bytesRead } = await handle.read(chunk, filled, FILE_CHUNK_BYTES - filled, null);
+        if (bytesRead === 0) break;
+        filled += bytesRead;
+      }
+      if (filled === 0) return;
+      yield chunk.subarray(0, filled);
+      if (filled < FILE_CHUNK_BYTES) return;
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Stores a file of an item in `trx`, replacing the one of that kind; its size is what was
+ * actually written. Run it in the transaction that changes the item, so that the file and the
+ * change commit together.
+ */
+export async function writeFile(
+  trx: Queryable,
+  itemId: string,
+  kind: FileKind,
+  meta: { name: string; contentType: string },
+  source: FileSource,
+): Promise<StoredFile> {
+  await deleteFile(trx, itemId, kind);
+  const fileId = newId();
+  await trx
+    .insertInto("item_files")
+    .values({
+      item_id: itemId,
+      kind,
+      name: meta.name,
+      content_type: meta.contentType,
+      file_id: fileId,
+      size: 0,
+    })
+    .execute();
+  let seq = 0;
+  let size = 0;
+  for await (const data of chunksOf(source)) {
+    await trx.insertInto("item_file_chunks").values({ file_id: fileId, seq, data }).execute();
+    seq += 1;
+    size += data.length;
+  }
+  await trx.updateTable("item_files").set({ size }).where("file_id", "=", fileId).execute();
+  return { itemId, kind, name: meta.name, contentType: meta.contentType, fileId, size };
+}
+
+/** Deletes an item's file of one kind, or all its files; the chunks go with their rows. */
+export async function deleteFile(trx: Queryable, itemId: string, kind?: FileKind): Promise<void> {
+  let query = trx.deleteFrom("item_files").where("item_id", "=", itemId);
+  if (kind) query = query.where("kind", "=", kind);
+  await query.execute();
+}
+
+export async function findFile(
+  q: Queryable,
+  itemId: string,
+  kind: FileKind,
+): Promise<StoredFile | undefined> {
+  const row = await q
+    .selectFrom("item_files")
+    .select(["name", "content_type", "file_id", "size"])
+    .where("item_id", "=", itemId)
+    .where("kind", "=", kind)
+    .executeTakeFirst();
+  return row
+    ? {
+        itemId,
+        kind,
+        name: row.name,
+        contentType: row.content_type,
+        fileId: row.file_id,
+        size: Number(row.size),
+      }
+    : undefined;
+}
+
+/** A file read was overtaken by a change: the file was replaced or deleted since its row was read. */
+export class FileChangedError extends Error {
+  constructor(file: StoredFile) {
+    super(`file ${file.fileId} of item ${file.itemId} changed while it was read`);
+    this.name = "FileChangedError";
+  }
+}
+
+/** Chunks a file of `size` bytes has. */
+const chunkCount = (size: number) => Math.ceil(size / FILE_CHUNK_BYTES);
+
+/**
+ * One chunk of a file, checked against the row: a missing or short chunk means the file was
+ * replaced or deleted since its row was read, and nothing of another version may follow.
+ */
+async function readChunk(q: Queryable, file: StoredFile, seq: number): Promise<Buffer> {
+  const row = await q
+    .selectFrom("item_file_chunks")
+    .select("data")
+    .where("file_id", "=", file.fileId)
+    .where("seq", "=", seq)
+    .executeTakeFirst();
+  const expected = Math.min(FILE_CHUNK_BYTES, file.size - seq * FILE_CHUNK_BYTES);
+  if (!row || row.data.length !== expected) {
+    throw new FileChangedError(file);
+  }
+  return Buffer.isBuffer(row.data) ? row.data : Buffer.from(row.data);
+}
+
+/** The first bytes of a stored file (its first chunk, at most), e.g. to check what it is. */
+export async function readHead(q: Queryable, file: StoredFile, n: number): Promise<Buffer> {
+  if (file.size === 0) return Buffer.alloc(0);
+  return (await readChunk(q, file, 0)).subarray(0, n);
+}
+
+/**
+ * A stream of a stored file, reading the next chunk only when the consumer has taken the last
+ * one: one chunk in memory per reader, whatever the file's size. It fails (and a download ends
+ * short, so the client sees it was cut) if the file is replaced while it is read.
+ */
+export function readStream(q: Queryable, file: StoredFile): Readable {
+  const count = chunkCount(file.size);
+  let seq = 0;
+  return new Readable({
+    read() {
+      if (seq >= count) {
+        this.push(null);
+        return;
+      }
+      readChunk(q, file, seq).then(
+        (chunk) => {
+          seq += 1;
+          this.push(chunk);
+        },
+        (err: Error) => this.destroy(err),
+      );
+    },
+  });
+}
+
+/**
+ * A whole stored file in memory, or undefined when the item has none of that kind. Only for what
+ * needs it whole (collaboration packages carry files base64 in JSON); answers to clients stream
+ * instead. A file replaced while it is read is read again, as it is now.
+ */
+export async function readAll(
+  q: Queryable,
+  itemId: string,
+  kind: FileKind,
+): Promise<{ file: StoredFile; bytes: Buffer } | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    const file = await findFile(q, itemId, kind);
+    if (!file) return undefined;
+    try {
+      const chunks: Buffer[] = [];
+      for (let seq = 0; seq < chunkCount(file.size); seq++) chunks.push(await readChunk(q, file, seq));
+      return { file, bytes: Buffer.concat(chunks, file.size) };
+    } catch (err) {
+      if (!(err instanceof FileChangedError) || attempt >= 3) throw err;
+    }
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Names of query-string parameters whose values are secrets, lower-case. `token` is what the
+ * server reads as a credential (`tokenOf` in `http/pipeline.ts`); the others carry a credential in
+ * ArcGIS and OAuth 2 requests (`oauth2/revokeToken`'s `auth_token`, an authorization `code`, a
+ * `client_secret`, a `refresh_token`), or a password or secret that a careless client could put in
+ * a URL although the operations that take them want POST.
+ */
+const SECRET_NAMES: ReadonlySet<string> = new Set([
+  "token",
+  "auth_token",
+  "access_token",
+  "refresh_token",
+  "servertoken",
+  "apikey",
+  "api_key",
+  "password",
+  "oldpassword",
+  "newpassword",
+  "securityanswer",
+  "secret",
+  "client_secret",
+  "code",
+]);
+
+export const REDACTED = "[REDACTED]";
+
+/**
+ * A parameter name as the query-string parser reads it, for comparison only: `+` is a space and
+ * every percent-encoded ASCII character is decoded, even where the rest of the name is not valid
+ * percent-encoding (`%74oken` is `token` to the parser, so it must be here too). Non-ASCII escapes
+ * are left alone: no secret name has one.
+ */
+function decodedName(raw: string): string {
+  return raw
+    .replace(/\+/g, " ")
+    .replace(/%([0-7][0-9a-f])/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+    .toLowerCase();
+}
+
+/**
+ * The URL with the value of every secret query parameter replaced by `[REDACTED]`; everything
+ * else (the path, other parameters, the names as sent) stays as it was, so that log lines remain
+ * useful. Names are compared decoded and case-insensitively; parameters are separated by `&`, as
+ * the server's own parser separates them, so a value runs to the next `&`.
+ */
+export function redactUrl(url: string): string {
+  const start = url.indexOf("?");
+  if (start < 0) return url;
+  const query = url
+    .slice(start + 1)
+    .split("&")
+    .map((pair) => {
+      const eq = pair.indexOf("=");
+      if (eq < 0 || !SECRET_NAMES.has(decodedName(pair.slice(0, eq)))) return pair;
+      return `${pair.slice(0, eq)}=${REDACTED}`;
+    });
+  return `${url.slice(0, start)}?${query.join("&")}`;
+}
