@@ -313,7 +313,7 @@ describe("createService and hosted feature services", () => {
     const change = await admin(
       "Shared",
       "addToDefinition",
-      { addToDefinition: { layers: [{ name: "x" }] } },
+      { addToDefinition: { layers: [{ name: "x", geometryType: "esriGeometryPoint" }] } },
       other.token,
     );
     expect(change.error.code).toBe(403);
@@ -339,7 +339,7 @@ describe("createService and hosted feature services", () => {
       success: true,
     });
     const more = await admin("Assets", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "Areas" }] },
+      addToDefinition: { layers: [{ name: "Areas", geometryType: "esriGeometryPoint" }] },
     });
     expect(more.layers).toEqual([{ name: "Areas", id: 8 }]);
 
@@ -369,26 +369,44 @@ describe("createService and hosted feature services", () => {
   it("refuses addToDefinition with a taken id or name, a nameless layer, or another spatial reference", async () => {
     await create("Checked");
     await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "One", id: 1, spatialReference: { wkid: 3857 } }] },
+      addToDefinition: { layers: [{ name: "One", id: 1, geometryType: "esriGeometryPoint", spatialReference: { wkid: 3857 } }] },
     });
     const takenId = await admin("Checked", "addToDefinition", {
       addToDefinition: { tables: [{ name: "T", id: 1 }] },
     });
     expect(takenId.error.message).toContain("id 1");
     const takenName = await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "ONE" }] },
+      addToDefinition: { layers: [{ name: "ONE", geometryType: "esriGeometryPoint" }] },
     });
     expect(takenName.error.message).toContain("'ONE'");
     const nameless = await admin("Checked", "addToDefinition", { addToDefinition: { layers: [{ id: 9 }] } });
     expect(nameless.error.message).toContain("'addToDefinition'");
+    // A layer holds one kind of geometry: one without a geometryType cannot be stored.
+    const shapeless = await admin("Checked", "addToDefinition", {
+      addToDefinition: { layers: [{ name: "Shapeless" }] },
+    });
+    expect(shapeless.error.code).toBe(400);
+    expect(shapeless.error.message).toContain("without a geometryType");
+    const badField = await admin("Checked", "addToDefinition", {
+      addToDefinition: {
+        layers: [
+          {
+            name: "Fielded",
+            geometryType: "esriGeometryPoint",
+            fields: [{ name: "bad name", type: "esriFieldTypeString" }],
+          },
+        ],
+      },
+    });
+    expect(badField.error.message).toContain('"bad name"');
     expect(nameless.error.message).toContain("'name'");
     const otherSr = await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "Two", spatialReference: { wkid: 4326 } }] },
+      addToDefinition: { layers: [{ name: "Two", geometryType: "esriGeometryPoint", spatialReference: { wkid: 4326 } }] },
     });
     expect(otherSr.error.message).toContain("4326");
     // Web Mercator's old wkid names the same spatial reference.
     const sameSr = await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "Three", spatialReference: { wkid: 102100 } }] },
+      addToDefinition: { layers: [{ name: "Three", geometryType: "esriGeometryPoint", spatialReference: { wkid: 102100 } }] },
     });
     expect(sameSr.success).toBe(true);
   });
@@ -415,7 +433,7 @@ describe("createService and hosted feature services", () => {
   it("removes layers with deleteFromDefinition and names an id that does not exist", async () => {
     const r = await create("Prunable");
     await admin("Prunable", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "A" }, { name: "B" }] },
+      addToDefinition: { layers: [{ name: "A", geometryType: "esriGeometryPoint" }, { name: "B", geometryType: "esriGeometryPoint" }] },
     });
     const ok = await admin("Prunable", "deleteFromDefinition", {
       deleteFromDefinition: { layers: [{ id: 0 }] },
@@ -434,19 +452,19 @@ describe("createService and hosted feature services", () => {
     const byOther = await admin(
       "Guarded",
       "addToDefinition",
-      { addToDefinition: { layers: [{ name: "L" }] } },
+      { addToDefinition: { layers: [{ name: "L", geometryType: "esriGeometryPoint" }] } },
       other.token,
     );
     // The other publisher cannot see the private service at all.
     expect(byOther.error.code).toBe(400);
     const anonymous = await portal.post(`${server}/admin/services/Guarded/FeatureServer/addToDefinition`, {
-      addToDefinition: { layers: [{ name: "L" }] },
+      addToDefinition: { layers: [{ name: "L", geometryType: "esriGeometryPoint" }] },
     });
     expect(anonymous.error.code).toBe(499);
     const byAdmin = await admin(
       "Guarded",
       "addToDefinition",
-      { addToDefinition: { layers: [{ name: "L" }] } },
+      { addToDefinition: { layers: [{ name: "L", geometryType: "esriGeometryPoint" }] } },
       portal.adminToken,
     );
     expect(byAdmin.success).toBe(true);
@@ -461,7 +479,7 @@ describe("createService and hosted feature services", () => {
     ]);
     expect(events.every((e) => e.source === "item" && e.actor_username === publisher.username)).toBe(true);
 
-    await admin("Evented", "addToDefinition", { addToDefinition: { layers: [{ name: "L" }] } });
+    await admin("Evented", "addToDefinition", { addToDefinition: { layers: [{ name: "L", geometryType: "esriGeometryPoint" }] } });
     await admin("Evented", "updateDefinition", { updateDefinition: { maxRecordCount: 10 } });
     await admin("Evented", "deleteFromDefinition", { deleteFromDefinition: { layers: [{ id: 0 }] } });
     await admin("Evented", "deleteFromDefinition", { deleteFromDefinition: { layers: [{ id: 0 }] } });

@@ -1,6 +1,7 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
 import type { Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
+import { dropServiceStorage } from "../features/layer-store.js";
 import { refreshItemWords, writeItemWords } from "../search/word-index.js";
 
 export type ItemRow = Selectable<ItemTable>;
@@ -54,6 +55,8 @@ export async function replaceTags(q: Queryable, itemId: string, tags: readonly s
 }
 
 export async function deleteItem(q: Queryable, id: string): Promise<void> {
+  // A hosted service's data is in tables of its own, which no foreign key can remove.
+  await dropServiceStorage(q, id);
   await q.deleteFrom("items").where("id", "=", id).execute();
 }
 

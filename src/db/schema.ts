@@ -23,6 +23,7 @@ export interface Database {
   item_shares: ItemShareTable;
   comments: CommentTable;
   feature_services: FeatureServiceTable;
+  feature_layers: FeatureLayerTable;
   webhooks: WebhookTable;
   notifications: NotificationTable;
   notification_attempts: NotificationAttemptTable;
@@ -285,6 +286,16 @@ export interface FeatureServiceTable {
   is_view: number;
   created: number;
   modified: number;
+}
+
+/** The stored layers of hosted services (migration 0010); their rows are in `fl_*` tables. */
+export interface FeatureLayerTable {
+  item_id: string;
+  layer_id: number;
+  table_name: string;
+  last_edit_date: number;
+  data_last_edit_date: number;
+  next_object_id: number;
 }
 
 /** Organization webhooks (migration 0005). */

@@ -5,6 +5,8 @@ import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import { errors, PorticoError } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
+import { completedDefinition, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
+import { createLayerStorage, dropLayerStorage } from "./layer-store.js";
 import {
   type AddToDefinition,
   addToDefinition,
@@ -19,6 +21,32 @@ import {
   serviceJson,
   updateDefinition,
 } from "./service-definition.js";
+
+/**
+ * The service after `next` added layers, with each new layer's definition completed as ArcGIS
+ * completes it (the object id field, editor-tracking fields, lengths and nullability spelled out),
+ * so that the layer resource shows what is stored. A definition that cannot be stored is refused,
+ * naming `parameter`.
+ */
+function withStorableLayers(before: StoredService, next: StoredService, parameter: string): StoredService {
+  const old = new Set([...before.layers, ...before.tables].map((l) => l.id));
+  const complete = (layer: LayerDefinition, kind: "layer" | "table"): LayerDefinition => {
+    if (old.has(layer.id)) return layer;
+    let schema: LayerSchema;
+    try {
+      schema = layerSchema(layer, kind, next.definition);
+    } catch (err) {
+      if (err instanceof SchemaError) throw errors.invalidParameter(parameter, err.message);
+      throw err;
+    }
+    return completedDefinition(layer, schema);
+  };
+  return {
+    ...next,
+    layers: next.layers.map((l) => complete(l, "layer")),
+    tables: next.tables.map((t) => complete(t, "table")),
+  };
+}
 
 export const FEATURE_SERVICE_TYPE = "Feature Service";
 const TYPE_KEYWORDS = [
@@ -55,7 +83,7 @@ export interface CreateServiceResult {
   snippet: string;
 }
 
-interface ServiceRow {
+export interface ServiceRow {
   item_id: string;
   name: string;
   definition: string;
@@ -184,7 +212,10 @@ export class FeatureServiceService {
   async addToDefinition(caller: Caller | null, name: string, add: AddToDefinition) {
     const added = await this.change(caller, name, (service) => {
       const result = addToDefinition(service, add);
-      return { service: result.service, answer: result.added };
+      return {
+        service: withStorableLayers(service, result.service, "addToDefinition"),
+        answer: result.added,
+      };
     });
     return { ...added, success: true };
   }
@@ -206,14 +237,58 @@ export class FeatureServiceService {
   }
 
   /**
+   * Creates the tables of layers the change added and drops those of layers it removed, in the
+   * transaction of the change: a definition never names a layer without its storage.
+   */
+  private async syncStorage(
+    trx: Queryable,
+    itemId: string,
+    before: StoredService,
+    after: StoredService,
+    now: number,
+  ): Promise<void> {
+    const ids = (s: StoredService) => new Set([...s.layers, ...s.tables].map((l) => l.id));
+    const had = ids(before);
+    const has = ids(after);
+    for (const layerId of had) if (!has.has(layerId)) await dropLayerStorage(trx, itemId, layerId);
+    for (const [list, kind] of [
+      [after.layers, "layer"],
+      [after.tables, "table"],
+    ] as const) {
+      for (const layer of list) {
+        if (had.has(layer.id)) continue;
+        await createLayerStorage(
+          trx,
+          this.db.engine,
+          itemId,
+          layerSchema(layer, kind, after.definition),
+          now,
+        );
+      }
+    }
+  }
+
+  /**
    * A missing service and one the caller may not see give the same answer (`unseen`: 499 to
    * anonymous callers, 400 to signed-in ones), so names of private services do not leak.
    */
   private async visible(caller: Caller | null, name: string): Promise<ServiceRow> {
+    return (await this.open(caller, name)).row;
+  }
+
+  /**
+   * The service named `name` with its item, when the caller may see it (the answer of a missing
+   * service otherwise, as for `visible`).
+   */
+  async open(
+    caller: Caller | null,
+    name: string,
+  ): Promise<{ row: ServiceRow; service: StoredService; owner: { id: string; username: string } }> {
     const row = await findService(this.db.kysely, name);
     if (!row) throw unseen(caller, () => errors.serviceNotFound(name));
     try {
-      await this.items.visible(caller, row.item_id);
+      const { row: item } = await this.items.visible(caller, row.item_id);
+      return { row, service: stored(row), owner: { id: item.owner_id, username: item.owner } };
     } catch (err) {
       // The item's own answer names the item; the service's must be the one of a missing service.
       if (err instanceof PorticoError && (err.code === 400 || err.code === 499)) {
@@ -221,7 +296,6 @@ export class FeatureServiceService {
       }
       throw err;
     }
-    return row;
   }
 
   /**
@@ -254,7 +328,9 @@ export class FeatureServiceService {
       if (item.owner_id !== caller.userId && !caller.privileges.has("portal:admin:updateItems")) {
         throw errors.forbidden(`Only the owner or an administrator may change service '${row.name}'.`);
       }
-      const { service: next, answer } = apply(stored(row));
+      const before = stored(row);
+      const { service: next, answer } = apply(before);
+      await this.syncStorage(trx, itemId, before, next, now);
       await trx
         .updateTable("feature_services")
         .set({

@@ -10,7 +10,7 @@ import type { LayerDefinition } from "./service-definition.js";
  *
  * Every field lives in a column of its own, named `f_<lower-case name>` (field names are
  * identifiers, unique regardless of case), so no field can collide with the storage's own columns:
- * `oid` (the object id field), `shape` (the geometry as Esri JSON, without its spatial reference)
+ * `objectid` (the object id field), `shape` (the geometry as Esri JSON, without its spatial reference)
  * and `xmin`, `ymin`, `xmax`, `ymax` (its bounds, for the spatial index and the extent).
  */
 
@@ -53,7 +53,7 @@ export interface LayerField {
   name: string;
   type: EsriFieldType;
   alias: string;
-  /** The database column: `oid` for the object id field, else `f_<lower-case name>`. */
+  /** The database column: `objectid` for the object id field, else `f_<lower-case name>`. */
   column: string;
   /** Most characters of a string field (ArcGIS's default: 255 when the definition gives none). */
   length?: number;
@@ -101,7 +101,7 @@ export const MAX_STRING_LENGTH = 1_073_741_822;
 const MAX_CODED_VALUES = 10_000;
 
 /** The storage's own columns, beside the fields'. */
-export const OID_COLUMN = "oid";
+export const OID_COLUMN = "objectid";
 export const SHAPE_COLUMN = "shape";
 
 export const DEFAULT_EDIT_FIELDS: EditFields = {
@@ -346,5 +346,29 @@ export function fieldJson(field: LayerField): Record<string, unknown> {
     editable: field.editable,
     domain: field.domain ?? null,
     defaultValue: field.defaultValue,
+  };
+}
+
+/**
+ * A layer definition with what its schema completed written in: the fields (with the object id
+ * field and editor-tracking fields ArcGIS adds), `objectIdField`, `globalIdField` and, with editor
+ * tracking, `editFieldsInfo`.
+ */
+export function completedDefinition(layer: LayerDefinition, schema: LayerSchema): LayerDefinition {
+  return {
+    ...layer,
+    fields: schema.fields.map(fieldJson),
+    objectIdField: schema.objectIdField.name,
+    globalIdField: schema.globalIdField?.name ?? "",
+    ...(schema.editFields
+      ? {
+          editFieldsInfo: {
+            creationDateField: schema.editFields.creationDateField,
+            creatorField: schema.editFields.creatorField,
+            editDateField: schema.editFields.editDateField,
+            editorField: schema.editFields.editorField,
+          },
+        }
+      : {}),
   };
 }

@@ -22,7 +22,7 @@ import {
   type UploadedFile,
 } from "./multipart.js";
 import { BodyPace, meteredBody, type PreAuthBudget, type PreAuthShare, senderOf } from "./preauth-budget.js";
-import { type Format, parseFormat, render } from "./render.js";
+import { type ExtraFormat, type Format, parseFormat, render } from "./render.js";
 
 export type { UploadedFile } from "./multipart.js";
 
@@ -89,6 +89,11 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
    * JSON body is then held once, not three times. Other bodies are read as for every route.
    */
   parsedJsonBody?: boolean;
+  /**
+   * Formats the operation answers beyond json, pjson and html; its handler reads `format` and
+   * returns the body for it (an `EncodedBody` for a protocol buffer).
+   */
+  formats?: readonly ExtraFormat[];
   handler: (ctx: HandlerContext<S>) => Promise<unknown>;
 }
 
@@ -116,6 +121,8 @@ export interface HandlerContext<S extends ParamSpecs> {
   secure: boolean;
   /** Public base of the API root, e.g. `https://gis.example.com/portal/sharing/rest`. */
   apiBase: string;
+  /** The answer's format (`f`). */
+  format: Format;
 }
 
 /** Identity helper that keeps the parameter types of a route definition. */
@@ -372,7 +379,7 @@ export function registerRoutes(
       let result: unknown;
       try {
         const raw = mergedParams(request);
-        format = parseFormat(raw.f);
+        format = parseFormat(raw.f, route.formats);
         const { caller, token } = await checkCaller(request, raw);
         route.authorize?.(caller, raw);
         const { values, empty } = parseParams(route.params, raw, parsedBody(request));
@@ -390,6 +397,7 @@ export function registerRoutes(
           referer: request.headers.referer,
           secure: request.protocol === "https",
           apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
+          format,
         });
       } finally {
         // Before the answer goes out: a client that reads it may look for the file at once.

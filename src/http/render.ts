@@ -4,22 +4,38 @@ import type { FastifyReply } from "fastify";
 import { errors, type PorticoError } from "../errors.js";
 
 /** Response formats (`wire.md` §1): `pjsonm`, sent by some clients, is pretty JSON too. */
-export type Format = "json" | "pjson" | "html";
+export type Format = "json" | "pjson" | "html" | ExtraFormat;
+/** Formats only some operations answer in (feature queries): GeoJSON and Esri's protocol buffer. */
+export type ExtraFormat = "geojson" | "pbf";
 
-export function parseFormat(f: string | undefined): Format {
+/** `f` as the operation takes it; `extra` lists the formats beyond json, pjson and html it answers. */
+export function parseFormat(f: string | undefined, extra: readonly ExtraFormat[] = []): Format {
   if (f === undefined || f === "" || f === "json") return "json";
   if (f === "pjson" || f === "pjsonm") return "pjson";
   if (f === "html") return "html";
+  const lower = f.toLowerCase();
+  for (const format of extra) if (format === lower) return format;
   throw errors.unsupportedFormat(f);
 }
 
-/** Like `parseFormat`, but never throws: used to render errors, including a bad `f` itself. */
+/**
+ * Like `parseFormat`, but never throws: used to render errors, including a bad `f` itself. An
+ * error of a GeoJSON or PBF request is the JSON envelope, as ArcGIS answers it.
+ */
 export function formatForError(f: string | undefined): Format {
   try {
     return parseFormat(f);
   } catch {
     return "json";
   }
+}
+
+/** An answer already encoded by the operation (a protocol buffer), sent as it is. */
+export class EncodedBody {
+  constructor(
+    readonly contentType: string,
+    readonly content: Uint8Array,
+  ) {}
 }
 
 /**
@@ -119,13 +135,20 @@ export function render(reply: FastifyReply, format: Format, body: unknown, title
     reply.header("content-length", String(body.content.size));
     return reply.send(body.content.open());
   }
+  if (body instanceof EncodedBody) {
+    return reply
+      .type(body.contentType)
+      .send(Buffer.from(body.content.buffer, body.content.byteOffset, body.content.byteLength));
+  }
   if (format === "html") {
     reply.header("content-security-policy", PAGE_CSP);
     reply.header("x-frame-options", "DENY");
     return reply.type("text/html; charset=utf-8").send(htmlPage(title, body));
   }
   const text = format === "pjson" ? JSON.stringify(body, null, 2) : compactJson(body);
-  return reply.type("application/json; charset=utf-8").send(text);
+  // GeoJSON's own media type (RFC 7946); GDAL and browsers read it as JSON.
+  const type = format === "geojson" ? "application/geo+json" : "application/json; charset=utf-8";
+  return reply.type(type).send(text);
 }
 
 /** The ArcGIS error envelope (`wire.md` §2), always with HTTP status 200. */

@@ -1,0 +1,364 @@
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { Engine, Queryable } from "../db/database.js";
+import { type Bounds, boundsOf, type Geometry } from "./geometry/esri-json.js";
+import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "./layer-schema.js";
+
+/**
+ * The tables that hold the rows of hosted layers and tables, on SQLite and PostgreSQL.
+ *
+ * One table per layer, `fl_<service item id>_<layer id>`: the object id (`objectid`), a column per
+ * field (`f_<name>`, typed), and for layers the geometry as Esri JSON text (`shape`, without its
+ * spatial reference, which is the layer's) with its bounds (`xmin`, `ymin`, `xmax`, `ymax`).
+ *
+ * The spatial index is over those bounds. SQLite: an R*Tree (`<table>_rt`) kept by triggers, so
+ * that no write can forget it; it stores 32-bit floats rounded outwards, so it finds a superset
+ * and the exact bounds are compared on the table's own columns. PostgreSQL: a GiST index on the
+ * built-in `box` of the bounds (no extension needed); `&&` on boxes of doubles is exact. Exact
+ * relations (a polygon that intersects a query polygon, not only its box) are computed in the
+ * process, the same code for both engines, so both answer the same rows.
+ *
+ * Every function takes a transaction or the database and does no more than its statement says:
+ * callers keep a change and its bookkeeping in one transaction.
+ */
+
+/** Unused `Kysely` generic parameter: the layer tables are not in the typed schema. */
+type AnyQueryable = Queryable | Kysely<unknown>;
+
+export function tableName(itemId: string, layerId: number): string {
+  // Item ids are 32 hexadecimal characters (`ids.ts`) and layer ids at most nine digits: the name
+  // is a plain identifier of at most 45 characters on either engine, never quoted text from a caller.
+  if (!/^[0-9a-f]{32}$/.test(itemId) || !Number.isInteger(layerId) || layerId < 0) {
+    throw new Error(`not a layer of a hosted service: ${itemId}/${layerId}`);
+  }
+  return `fl_${itemId}_${layerId}`;
+}
+
+const id = (name: string) => sql.id(name);
+
+function columnType(engine: Engine, field: LayerField): string {
+  const pg = engine === "postgres";
+  switch (field.type) {
+    case "esriFieldTypeOID":
+    case "esriFieldTypeBigInteger":
+    case "esriFieldTypeDate":
+      return pg ? "bigint" : "INTEGER";
+    case "esriFieldTypeSmallInteger":
+    case "esriFieldTypeInteger":
+      return pg ? "integer" : "INTEGER";
+    case "esriFieldTypeSingle":
+    case "esriFieldTypeDouble":
+      return pg ? "double precision" : "REAL";
+    default:
+      return pg ? "text" : "TEXT";
+  }
+}
+
+function columnDdl(engine: Engine, field: LayerField): RawBuilder<unknown> {
+  return sql`${id(field.column)} ${sql.raw(columnType(engine, field))}`;
+}
+
+/** Creates the table (and index) of a layer, and its entry in `feature_layers`. */
+export async function createLayerStorage(
+  q: AnyQueryable,
+  engine: Engine,
+  itemId: string,
+  schema: LayerSchema,
+  now: number,
+): Promise<void> {
+  const table = tableName(itemId, schema.id);
+  const columns: RawBuilder<unknown>[] = [
+    sql`${id(OID_COLUMN)} ${sql.raw(engine === "postgres" ? "bigint" : "INTEGER")} PRIMARY KEY`,
+    ...schema.fields.filter((f) => f.column !== OID_COLUMN).map((f) => columnDdl(engine, f)),
+  ];
+  const real = engine === "postgres" ? "double precision" : "REAL";
+  if (schema.geometryType) {
+    columns.push(sql`${id(SHAPE_COLUMN)} ${sql.raw(engine === "postgres" ? "text" : "TEXT")}`);
+    for (const c of ["xmin", "ymin", "xmax", "ymax"]) columns.push(sql`${id(c)} ${sql.raw(real)}`);
+  }
+  await sql`CREATE TABLE ${id(table)} (${sql.join(columns)})`.execute(q);
+  if (schema.geometryType) {
+    if (engine === "sqlite") {
+      const rt = `${table}_rt`;
+      await sql`CREATE VIRTUAL TABLE ${id(rt)} USING rtree(id, xmin, xmax, ymin, ymax)`.execute(q);
+      await sql`
+        CREATE TRIGGER ${id(`${table}_ai`)} AFTER INSERT ON ${id(table)} WHEN new.xmin IS NOT NULL
+        BEGIN INSERT INTO ${id(rt)} VALUES (new.objectid, new.xmin, new.xmax, new.ymin, new.ymax); END
+      `.execute(q);
+      await sql`
+        CREATE TRIGGER ${id(`${table}_ad`)} AFTER DELETE ON ${id(table)}
+        BEGIN DELETE FROM ${id(rt)} WHERE id = old.objectid; END
+      `.execute(q);
+      await sql`
+        CREATE TRIGGER ${id(`${table}_au`)} AFTER UPDATE OF xmin, ymin, xmax, ymax ON ${id(table)}
+        BEGIN
+          DELETE FROM ${id(rt)} WHERE id = old.objectid;
+          INSERT INTO ${id(rt)} SELECT new.objectid, new.xmin, new.xmax, new.ymin, new.ymax
+            WHERE new.xmin IS NOT NULL;
+        END
+      `.execute(q);
+    } else {
+      await sql`
+        CREATE INDEX ${id(`${table}_box`)} ON ${id(table)}
+        USING gist (box(point(xmin, ymin), point(xmax, ymax)))
+      `.execute(q);
+    }
+  }
+  await sql`
+    INSERT INTO feature_layers (item_id, layer_id, table_name, last_edit_date, data_last_edit_date, next_object_id)
+    VALUES (${itemId}, ${schema.id}, ${table}, ${now}, ${now}, 1)
+  `.execute(q);
+}
+
+/** Drops the table of one layer and its entry; nothing when it has none. */
+export async function dropLayerStorage(q: AnyQueryable, itemId: string, layerId: number): Promise<void> {
+  const table = tableName(itemId, layerId);
+  // The R*Tree exists on SQLite only; its triggers go with the table. IF EXISTS covers both engines.
+  await sql`DROP TABLE IF EXISTS ${id(`${table}_rt`)}`.execute(q);
+  await sql`DROP TABLE IF EXISTS ${id(table)}`.execute(q);
+  await sql`DELETE FROM feature_layers WHERE item_id = ${itemId} AND layer_id = ${layerId}`.execute(q);
+}
+
+/** Drops the tables of every layer of a service's item (before the item row goes). */
+export async function dropServiceStorage(q: AnyQueryable, itemId: string): Promise<void> {
+  const layers = await sql<{ layer_id: number }>`
+    SELECT layer_id FROM feature_layers WHERE item_id = ${itemId}
+  `.execute(q);
+  for (const { layer_id } of layers.rows) await dropLayerStorage(q, itemId, Number(layer_id));
+}
+
+/** Adds columns for new fields; existing rows get the field's default, or null. */
+export async function addFieldColumns(
+  q: AnyQueryable,
+  engine: Engine,
+  itemId: string,
+  layerId: number,
+  fields: readonly LayerField[],
+): Promise<void> {
+  const table = tableName(itemId, layerId);
+  for (const field of fields) {
+    await sql`ALTER TABLE ${id(table)} ADD COLUMN ${columnDdl(engine, field)}`.execute(q);
+    if (field.defaultValue !== null) {
+      await sql`UPDATE ${id(table)} SET ${id(field.column)} = ${field.defaultValue}`.execute(q);
+    }
+  }
+}
+
+export async function dropFieldColumns(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  fields: readonly LayerField[],
+): Promise<void> {
+  const table = tableName(itemId, layerId);
+  for (const field of fields) {
+    await sql`ALTER TABLE ${id(table)} DROP COLUMN ${id(field.column)}`.execute(q);
+  }
+}
+
+export interface LayerState {
+  layerId: number;
+  lastEditDate: number;
+  dataLastEditDate: number;
+}
+
+/** The edit dates of the stored layers of a service. */
+export async function layerStates(q: AnyQueryable, itemId: string): Promise<Map<number, LayerState>> {
+  const rows = await sql<{ layer_id: number; last_edit_date: number; data_last_edit_date: number }>`
+    SELECT layer_id, last_edit_date, data_last_edit_date FROM feature_layers WHERE item_id = ${itemId}
+  `.execute(q);
+  return new Map(
+    rows.rows.map((r) => [
+      Number(r.layer_id),
+      {
+        layerId: Number(r.layer_id),
+        lastEditDate: Number(r.last_edit_date),
+        dataLastEditDate: Number(r.data_last_edit_date),
+      },
+    ]),
+  );
+}
+
+/**
+ * Marks a layer's rows changed at `now` and gives `count` fresh object ids (the first of them);
+ * undefined when the layer has no storage. On PostgreSQL the row stays locked until the
+ * transaction ends: edits of one layer go one after the other.
+ */
+export async function beginLayerEdit(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  now: number,
+  count: number,
+): Promise<number | undefined> {
+  const row = await sql<{ next_object_id: number }>`
+    UPDATE feature_layers
+    SET next_object_id = next_object_id + ${count},
+        last_edit_date = CASE WHEN last_edit_date >= ${now} THEN last_edit_date + 1 ELSE ${now} END,
+        data_last_edit_date = CASE WHEN data_last_edit_date >= ${now} THEN data_last_edit_date + 1 ELSE ${now} END
+    WHERE item_id = ${itemId} AND layer_id = ${layerId}
+    RETURNING next_object_id
+  `.execute(q);
+  const next = row.rows[0]?.next_object_id;
+  return next === undefined ? undefined : Number(next) - count;
+}
+
+/** Marks a layer's schema changed (fields added or removed) at `now`. */
+export async function touchLayerSchema(q: AnyQueryable, itemId: string, layerId: number, now: number) {
+  await sql`
+    UPDATE feature_layers
+    SET last_edit_date = CASE WHEN last_edit_date >= ${now} THEN last_edit_date + 1 ELSE ${now} END
+    WHERE item_id = ${itemId} AND layer_id = ${layerId}
+  `.execute(q);
+}
+
+/** A row to write: the object id, field columns by column name, and the geometry. */
+export interface RowWrite {
+  objectId: number;
+  columns: Record<string, string | number | null>;
+  /** Undefined: leave the stored geometry as it is (updates only). */
+  geometry?: Geometry | null;
+}
+
+/** The stored text of a geometry: Esri JSON without the spatial reference and the flags. */
+export function shapeText(geometry: Geometry): string {
+  const {
+    spatialReference: _sr,
+    type: _type,
+    hasZ,
+    hasM,
+    ...rest
+  } = geometry as Geometry & {
+    spatialReference?: unknown;
+  };
+  return JSON.stringify({ ...rest, ...(hasZ ? { hasZ } : {}), ...(hasM ? { hasM } : {}) });
+}
+
+function shapeValues(geometry: Geometry | null): (string | number | null)[] {
+  if (!geometry) return [null, null, null, null, null];
+  const b: Bounds = boundsOf(geometry);
+  return [shapeText(geometry), b.xmin, b.ymin, b.xmax, b.ymax];
+}
+
+/** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
+const MAX_PARAMETERS = 30_000;
+
+/** Inserts rows (object ids already given), in as few statements as the parameter limits allow. */
+export async function insertRows(
+  q: AnyQueryable,
+  itemId: string,
+  schema: LayerSchema,
+  rows: readonly RowWrite[],
+): Promise<void> {
+  if (rows.length === 0) return;
+  const table = tableName(itemId, schema.id);
+  const fields = schema.fields.filter((f) => f.column !== OID_COLUMN);
+  const names = [OID_COLUMN, ...fields.map((f) => f.column)];
+  if (schema.geometryType) names.push(SHAPE_COLUMN, "xmin", "ymin", "xmax", "ymax");
+  const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / names.length));
+  for (let start = 0; start < rows.length; start += perStatement) {
+    const values = rows.slice(start, start + perStatement).map((row) => {
+      const v: (string | number | null)[] = [
+        row.objectId,
+        ...fields.map((f) => row.columns[f.column] ?? null),
+      ];
+      if (schema.geometryType) v.push(...shapeValues(row.geometry ?? null));
+      return sql`(${sql.join(v)})`;
+    });
+    await sql`INSERT INTO ${id(table)} (${sql.join(names.map(id))}) VALUES ${sql.join(values)}`.execute(q);
+  }
+}
+
+/** Updates one row; false when no row has that object id. */
+export async function updateRow(
+  q: AnyQueryable,
+  itemId: string,
+  schema: LayerSchema,
+  row: RowWrite,
+): Promise<boolean> {
+  const table = tableName(itemId, schema.id);
+  const sets: RawBuilder<unknown>[] = Object.entries(row.columns).map(
+    ([column, value]) => sql`${id(column)} = ${value}`,
+  );
+  if (schema.geometryType && row.geometry !== undefined) {
+    const [shape, xmin, ymin, xmax, ymax] = shapeValues(row.geometry);
+    sets.push(
+      sql`${id(SHAPE_COLUMN)} = ${shape}`,
+      sql`xmin = ${xmin}`,
+      sql`ymin = ${ymin}`,
+      sql`xmax = ${xmax}`,
+      sql`ymax = ${ymax}`,
+    );
+  }
+  if (sets.length === 0) {
+    const found =
+      await sql`SELECT 1 AS one FROM ${id(table)} WHERE ${id(OID_COLUMN)} = ${row.objectId}`.execute(q);
+    return found.rows.length > 0;
+  }
+  const result = await sql`
+    UPDATE ${id(table)} SET ${sql.join(sets)} WHERE ${id(OID_COLUMN)} = ${row.objectId}
+  `.execute(q);
+  return Number(result.numAffectedRows ?? 0) > 0;
+}
+
+/** Deletes rows by object id; answers the ids that existed. */
+export async function deleteRows(
+  q: AnyQueryable,
+  itemId: string,
+  schema: LayerSchema,
+  objectIds: readonly number[],
+): Promise<Set<number>> {
+  const table = tableName(itemId, schema.id);
+  const gone = new Set<number>();
+  const perStatement = MAX_PARAMETERS;
+  for (let start = 0; start < objectIds.length; start += perStatement) {
+    const ids = objectIds.slice(start, start + perStatement);
+    const result = await sql<{ objectid: number }>`
+      DELETE FROM ${id(table)} WHERE ${id(OID_COLUMN)} IN (${sql.join(ids)}) RETURNING ${id(OID_COLUMN)}
+    `.execute(q);
+    for (const r of result.rows) gone.add(Number(r.objectid));
+  }
+  return gone;
+}
+
+/** The object ids among `objectIds` whose rows exist, with their GlobalIDs when the layer has them. */
+export async function existingRows(
+  q: AnyQueryable,
+  itemId: string,
+  schema: LayerSchema,
+  objectIds: readonly number[],
+): Promise<Map<number, string | null>> {
+  const table = tableName(itemId, schema.id);
+  const out = new Map<number, string | null>();
+  const g = schema.globalIdField?.column;
+  for (let start = 0; start < objectIds.length; start += MAX_PARAMETERS) {
+    const ids = objectIds.slice(start, start + MAX_PARAMETERS);
+    const result = await sql<{ objectid: number; gid: string | null }>`
+      SELECT ${id(OID_COLUMN)} AS objectid, ${g ? id(g) : sql`NULL`} AS gid
+      FROM ${id(table)} WHERE ${id(OID_COLUMN)} IN (${sql.join(ids)})
+    `.execute(q);
+    for (const r of result.rows) out.set(Number(r.objectid), r.gid);
+  }
+  return out;
+}
+
+/** Object ids by GlobalID (`useGlobalIds`), for the GlobalIDs that exist. */
+export async function objectIdsByGlobalId(
+  q: AnyQueryable,
+  itemId: string,
+  schema: LayerSchema,
+  globalIds: readonly string[],
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const g = schema.globalIdField?.column;
+  if (!g) return out;
+  const table = tableName(itemId, schema.id);
+  for (let start = 0; start < globalIds.length; start += MAX_PARAMETERS) {
+    const ids = globalIds.slice(start, start + MAX_PARAMETERS);
+    const result = await sql<{ objectid: number; gid: string }>`
+      SELECT ${id(OID_COLUMN)} AS objectid, ${id(g)} AS gid
+      FROM ${id(table)} WHERE ${id(g)} IN (${sql.join(ids)})
+    `.execute(q);
+    for (const r of result.rows) out.set(r.gid, Number(r.objectid));
+  }
+  return out;
+}

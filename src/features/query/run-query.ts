@@ -1,0 +1,507 @@
+import { CompiledQuery } from "kysely";
+import type { Engine, Queryable } from "../../db/database.js";
+import { errors } from "../../errors.js";
+import type { Bounds, Geometry } from "../geometry/esri-json.js";
+import { prepareFilter } from "../geometry/relate.js";
+import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "../layer-schema.js";
+import { tableName } from "../layer-store.js";
+import type { LayerQuery, Statistic } from "./layer-query.js";
+import { compileWhere, describeWhereError, type WhereField } from "./where.js";
+
+/**
+ * Runs a `LayerQuery` against a layer's table. Everything that can be decided in SQL is (the
+ * `where`, object ids, bounds against the spatial index, order, paging, counts, statistics);
+ * what cannot, the exact spatial relation of a stored geometry, is decided here, in the same code
+ * for both engines, on the candidates the index found, read in batches.
+ */
+
+/** A stored row as read: attributes by field name, and the geometry when asked for. */
+export interface FeatureRow {
+  attributes: Record<string, unknown>;
+  geometry: Geometry | null;
+}
+
+export type QueryResult =
+  | { mode: "features" | "distinct"; rows: FeatureRow[]; exceeded: boolean }
+  | { mode: "count"; count: number }
+  | { mode: "ids"; objectIds: number[] }
+  | { mode: "extent"; extent: Bounds | null; count: number }
+  | { mode: "statistics"; rows: Record<string, unknown>[] };
+
+/** Candidates read per statement when the stored geometries must be related in the process. */
+const BATCH = 2_000;
+/**
+ * Most candidates one query relates in the process: a query that needs more (a polygon over a
+ * million-feature layer, asking for everything) is refused with advice, rather than holding a core.
+ */
+export const MAX_CANDIDATES = 250_000;
+
+/** Builds SQL text with positional parameters for either engine. */
+class Statement {
+  text = "";
+  readonly parameters: unknown[] = [];
+  constructor(readonly engine: Engine) {}
+  add(text: string): this {
+    this.text += text;
+    return this;
+  }
+  value(v: unknown): this {
+    this.parameters.push(v);
+    this.text += this.engine === "postgres" ? `$${this.parameters.length}` : "?";
+    return this;
+  }
+  /** A number bound as a double on both engines (better-sqlite3 binds every number as REAL anyway). */
+  number(v: number): this {
+    this.value(v);
+    if (this.engine === "postgres") this.text += "::float8";
+    return this;
+  }
+  copy(): Statement {
+    const s = new Statement(this.engine);
+    s.text = this.text;
+    s.parameters.push(...this.parameters);
+    return s;
+  }
+}
+
+const quote = (identifier: string) => `"${identifier}"`;
+const col = (field: LayerField) => `t.${quote(field.column)}`;
+
+export function whereFields(schema: LayerSchema): Record<string, WhereField> {
+  return Object.fromEntries(schema.fields.map((f) => [f.name, { column: f.column, type: f.type }]));
+}
+
+export interface QueryContext {
+  q: Queryable;
+  engine: Engine;
+  itemId: string;
+  schema: LayerSchema;
+  now: number;
+  /** Extra condition from ownership-based access control: only rows whose creator is this user. */
+  creator?: { field: LayerField; username: string };
+}
+
+/** FROM and WHERE of the query: every SQL-decidable filter. */
+function filtered(ctx: QueryContext, query: LayerQuery): Statement {
+  const table = tableName(ctx.itemId, ctx.schema.id);
+  const s = new Statement(ctx.engine).add(` FROM ${quote(table)} t WHERE 1=1`);
+  if (query.where.trim() !== "") {
+    const compiled = compileWhere(query.where, {
+      engine: ctx.engine,
+      fields: whereFields(ctx.schema),
+      now: ctx.now,
+      firstParameter: s.parameters.length + 1,
+    });
+    if (!compiled.ok) throw errors.invalidParameter("where", describeWhereError(compiled.error));
+    s.add(` AND (${compiled.value.sql})`);
+    s.parameters.push(...compiled.value.parameters);
+  }
+  if (query.objectIds) {
+    if (query.objectIds.length === 0) s.add(" AND 1=0");
+    else {
+      s.add(` AND t.${quote(OID_COLUMN)} IN (`);
+      query.objectIds.forEach((id, i) => {
+        if (i > 0) s.add(",");
+        s.value(id);
+      });
+      s.add(")");
+    }
+  }
+  if (ctx.creator) {
+    s.add(` AND ${col(ctx.creator.field)} = `).value(ctx.creator.username);
+  }
+  if (query.spatial) {
+    const boxes = query.spatial.boxes;
+    if (boxes.length === 0) s.add(" AND 1=0");
+    else {
+      s.add(" AND (");
+      boxes.forEach((b, i) => {
+        if (i > 0) s.add(" OR ");
+        if (ctx.engine === "sqlite") {
+          // The R*Tree finds candidates (its 32-bit bounds are rounded outwards); the table's own
+          // doubles decide.
+          s.add(`(t.${quote(OID_COLUMN)} IN (SELECT id FROM ${quote(`${table}_rt`)} WHERE xmax >= `)
+            .number(b.xmin)
+            .add(" AND xmin <= ")
+            .number(b.xmax)
+            .add(" AND ymax >= ")
+            .number(b.ymin)
+            .add(" AND ymin <= ")
+            .number(b.ymax)
+            .add(") AND t.xmax >= ")
+            .number(b.xmin)
+            .add(" AND t.xmin <= ")
+            .number(b.xmax)
+            .add(" AND t.ymax >= ")
+            .number(b.ymin)
+            .add(" AND t.ymin <= ")
+            .number(b.ymax)
+            .add(")");
+        } else {
+          s.add("box(point(t.xmin, t.ymin), point(t.xmax, t.ymax)) && box(point(")
+            .number(b.xmin)
+            .add(", ")
+            .number(b.ymin)
+            .add("), point(")
+            .number(b.xmax)
+            .add(", ")
+            .number(b.ymax)
+            .add("))");
+        }
+      });
+      s.add(")");
+    }
+  }
+  return s;
+}
+
+function orderBy(query: LayerQuery): string {
+  const parts = query.orderBy.map((o) => `${col(o.field)} ${o.descending ? "DESC" : "ASC"}`);
+  // Ties broken by object id: pages never repeat or skip a feature.
+  if (!query.orderBy.some((o) => o.field.column === OID_COLUMN)) parts.push(`t.${quote(OID_COLUMN)} ASC`);
+  return ` ORDER BY ${parts.join(", ")}`;
+}
+
+async function rowsOf(ctx: QueryContext, s: Statement): Promise<Record<string, unknown>[]> {
+  const result = await ctx.q.executeQuery(CompiledQuery.raw(s.text, s.parameters));
+  return result.rows as Record<string, unknown>[];
+}
+
+/** A stored geometry as the query code handles it: Esri JSON with its type and flags. */
+export function readShape(text: unknown, schema: LayerSchema): Geometry | null {
+  if (typeof text !== "string" || !schema.geometryType) return null;
+  const g = JSON.parse(text) as Record<string, unknown>;
+  g.type = schema.geometryType;
+  g.hasZ = g.hasZ === true;
+  g.hasM = g.hasM === true;
+  return g as unknown as Geometry;
+}
+
+/** Attribute values as ArcGIS answers them: numbers for integer, double and date columns. */
+function attributeValue(field: LayerField, value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  switch (field.type) {
+    case "esriFieldTypeOID":
+    case "esriFieldTypeSmallInteger":
+    case "esriFieldTypeInteger":
+    case "esriFieldTypeBigInteger":
+    case "esriFieldTypeSingle":
+    case "esriFieldTypeDouble":
+    case "esriFieldTypeDate":
+      return Number(value);
+    default:
+      return value;
+  }
+}
+
+function selectList(fields: readonly LayerField[], withShape: boolean): string {
+  const columns = fields.map((f, i) => `${col(f)} AS c${i}`);
+  if (!columns.some((c) => c.startsWith(`t.${quote(OID_COLUMN)} `))) columns.unshift(`t.${quote(OID_COLUMN)} AS oid_`);
+  if (withShape) columns.push(`t.${quote(SHAPE_COLUMN)} AS shape_`);
+  return `SELECT ${columns.join(", ")}`;
+}
+
+function toFeature(row: Record<string, unknown>, fields: readonly LayerField[], schema: LayerSchema, withShape: boolean): FeatureRow {
+  const attributes: Record<string, unknown> = {};
+  fields.forEach((f, i) => {
+    attributes[f.name] = attributeValue(f, row[`c${i}`]);
+  });
+  return { attributes, geometry: withShape ? readShape(row.shape_, schema) : null };
+}
+
+function objectIdOf(row: Record<string, unknown>, fields: readonly LayerField[]): number {
+  const i = fields.findIndex((f) => f.column === OID_COLUMN);
+  return Number(i >= 0 ? row[`c${i}`] : row.oid_);
+}
+
+/**
+ * Reads candidates in batches and keeps those whose stored geometry relates as asked, calling
+ * `keep` for each until it answers false. The candidates come in the query's order.
+ */
+async function eachExactMatch(
+  ctx: QueryContext,
+  query: LayerQuery,
+  fields: readonly LayerField[],
+  keep: (row: Record<string, unknown>, geometry: Geometry | null) => boolean,
+): Promise<void> {
+  const spatial = query.spatial;
+  if (!spatial) throw new Error("eachExactMatch without a spatial filter");
+  const matches = prepareFilter(spatial.geometry, spatial.rel);
+  const base = filtered(ctx, query);
+  let examined = 0;
+  for (let offset = 0; ; offset += BATCH) {
+    const s = new Statement(ctx.engine).add(selectList(fields, true));
+    const rest = base.copy();
+    // The FROM/WHERE text was numbered from $1: select lists carry no parameters, so it stays valid.
+    s.text += rest.text;
+    s.parameters.push(...rest.parameters);
+    s.add(orderBy(query)).add(" LIMIT ").value(BATCH).add(" OFFSET ").value(offset);
+    const rows = await rowsOf(ctx, s);
+    for (const row of rows) {
+      const geometry = readShape(row.shape_, ctx.schema);
+      if (geometry && matches(geometry) && !keep(row, geometry)) return;
+    }
+    examined += rows.length;
+    if (rows.length < BATCH) return;
+    if (examined >= MAX_CANDIDATES) {
+      throw errors.invalidParameter(
+        "geometry",
+        `meets the bounds of more than ${MAX_CANDIDATES} features; narrow it, or add a where clause`,
+      );
+    }
+  }
+}
+
+const needsExact = (query: LayerQuery) => query.spatial !== undefined && !query.spatial.boxesDecide;
+
+export async function runQuery(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
+  switch (query.mode) {
+    case "count":
+      return { mode: "count", count: await countOf(ctx, query) };
+    case "ids":
+      return { mode: "ids", objectIds: await idsOf(ctx, query) };
+    case "extent":
+      return { mode: "extent", ...(await extentOf(ctx, query)) };
+    case "statistics":
+      return { mode: "statistics", rows: await statisticsOf(ctx, query) };
+    case "distinct":
+      return distinctOf(ctx, query);
+    case "features":
+      return featuresOf(ctx, query);
+  }
+}
+
+async function countOf(ctx: QueryContext, query: LayerQuery): Promise<number> {
+  if (needsExact(query)) {
+    let n = 0;
+    await eachExactMatch(ctx, query, [ctx.schema.objectIdField], () => {
+      n++;
+      return true;
+    });
+    return n;
+  }
+  const s = new Statement(ctx.engine).add("SELECT count(*) AS n");
+  const f = filtered(ctx, query);
+  s.text += f.text;
+  s.parameters.push(...f.parameters);
+  const rows = await rowsOf(ctx, s);
+  return Number(rows[0]?.n ?? 0);
+}
+
+async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
+  const ids: number[] = [];
+  const fields = [ctx.schema.objectIdField];
+  if (needsExact(query)) {
+    await eachExactMatch(ctx, query, fields, (row) => {
+      ids.push(objectIdOf(row, fields));
+      return true;
+    });
+    return ids;
+  }
+  const s = new Statement(ctx.engine).add(selectList(fields, false));
+  const f = filtered(ctx, query);
+  s.text += f.text;
+  s.parameters.push(...f.parameters);
+  s.add(orderBy(query));
+  for (const row of await rowsOf(ctx, s)) ids.push(objectIdOf(row, fields));
+  return ids;
+}
+
+async function extentOf(ctx: QueryContext, query: LayerQuery): Promise<{ extent: Bounds | null; count: number }> {
+  if (!ctx.schema.geometryType) return { extent: null, count: await countOf(ctx, query) };
+  if (needsExact(query)) {
+    let extent: Bounds | null = null;
+    let count = 0;
+    await eachExactMatch(ctx, query, [ctx.schema.objectIdField], (_row, geometry) => {
+      count++;
+      if (geometry) extent = union(extent, boundsOfShape(geometry));
+      return true;
+    });
+    return { extent, count };
+  }
+  const s = new Statement(ctx.engine).add(
+    "SELECT min(t.xmin) AS xmin, min(t.ymin) AS ymin, max(t.xmax) AS xmax, max(t.ymax) AS ymax, count(*) AS n",
+  );
+  const f = filtered(ctx, query);
+  s.text += f.text;
+  s.parameters.push(...f.parameters);
+  const row = (await rowsOf(ctx, s))[0] ?? {};
+  const count = Number(row.n ?? 0);
+  if (row.xmin === null || row.xmin === undefined) return { extent: null, count };
+  return {
+    extent: { xmin: Number(row.xmin), ymin: Number(row.ymin), xmax: Number(row.xmax), ymax: Number(row.ymax) },
+    count,
+  };
+}
+
+function union(a: Bounds | null, b: Bounds): Bounds {
+  if (!a) return { ...b };
+  return {
+    xmin: Math.min(a.xmin, b.xmin),
+    ymin: Math.min(a.ymin, b.ymin),
+    xmax: Math.max(a.xmax, b.xmax),
+    ymax: Math.max(a.ymax, b.ymax),
+  };
+}
+
+function boundsOfShape(geometry: Geometry): Bounds {
+  let b: Bounds | null = null;
+  const add = (p: number[]) => {
+    b = union(b, { xmin: p[0] as number, ymin: p[1] as number, xmax: p[0] as number, ymax: p[1] as number });
+  };
+  switch (geometry.type) {
+    case "esriGeometryPoint":
+      add([geometry.x, geometry.y]);
+      break;
+    case "esriGeometryMultipoint":
+      geometry.points.forEach(add);
+      break;
+    case "esriGeometryPolyline":
+      for (const p of geometry.paths) p.forEach(add);
+      break;
+    case "esriGeometryPolygon":
+      for (const r of geometry.rings) r.forEach(add);
+      break;
+    case "esriGeometryEnvelope":
+      return { xmin: geometry.xmin, ymin: geometry.ymin, xmax: geometry.xmax, ymax: geometry.ymax };
+  }
+  return b ?? { xmin: 0, ymin: 0, xmax: 0, ymax: 0 };
+}
+
+async function featuresOf(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
+  const fields = query.outFields;
+  const withShape = query.returnGeometry || query.returnCentroid;
+  const wanted = query.limit + 1;
+  let rows: FeatureRow[] = [];
+  if (needsExact(query)) {
+    let skipped = 0;
+    await eachExactMatch(ctx, query, fields, (row, geometry) => {
+      if (skipped < query.offset) {
+        skipped++;
+        return true;
+      }
+      rows.push({ ...toFeature(row, fields, ctx.schema, false), geometry: withShape ? geometry : null });
+      return rows.length < wanted;
+    });
+  } else {
+    const s = new Statement(ctx.engine).add(selectList(fields, withShape));
+    const f = filtered(ctx, query);
+    s.text += f.text;
+    s.parameters.push(...f.parameters);
+    s.add(orderBy(query)).add(" LIMIT ").value(wanted).add(" OFFSET ").value(query.offset);
+    rows = (await rowsOf(ctx, s)).map((row) => toFeature(row, fields, ctx.schema, withShape));
+  }
+  const exceeded = rows.length > query.limit;
+  if (exceeded) rows = query.nothingWhenExceeded ? [] : rows.slice(0, query.limit);
+  return { mode: "features", rows, exceeded };
+}
+
+async function distinctOf(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
+  const fields = query.outFields;
+  const wanted = query.limit + 1;
+  let values: Record<string, unknown>[] = [];
+  if (needsExact(query)) {
+    const seen = new Set<string>();
+    await eachExactMatch(ctx, query, fields, (row) => {
+      const attributes = toFeature(row, fields, ctx.schema, false).attributes;
+      const key = JSON.stringify(fields.map((f) => attributes[f.name]));
+      if (!seen.has(key)) {
+        seen.add(key);
+        values.push(attributes);
+      }
+      return true;
+    });
+    values = values.slice(query.offset, query.offset + wanted);
+  } else {
+    const columns = fields.map((f, i) => `${col(f)} AS c${i}`).join(", ");
+    const s = new Statement(ctx.engine).add(`SELECT DISTINCT ${columns}`);
+    const f = filtered(ctx, query);
+    s.text += f.text;
+    s.parameters.push(...f.parameters);
+    const order = query.orderBy.filter((o) => fields.includes(o.field));
+    const orderText = (order.length > 0 ? order : fields.map((field) => ({ field, descending: false })))
+      .map((o) => `${col(o.field)} ${o.descending ? "DESC" : "ASC"}`)
+      .join(", ");
+    s.add(` ORDER BY ${orderText} LIMIT `).value(wanted).add(" OFFSET ").value(query.offset);
+    values = (await rowsOf(ctx, s)).map((row) => toFeature(row, fields, ctx.schema, false).attributes);
+  }
+  const exceeded = values.length > query.limit;
+  return {
+    mode: "distinct",
+    rows: values.slice(0, query.limit).map((attributes) => ({ attributes, geometry: null })),
+    exceeded,
+  };
+}
+
+/** Most object ids an exact spatial filter may hand to a statistics query. */
+const MAX_STATISTICS_IDS = 30_000;
+
+async function statisticsOf(ctx: QueryContext, query: LayerQuery): Promise<Record<string, unknown>[]> {
+  const stats = query.statistics as Statistic[];
+  const groupBy = query.groupBy ?? [];
+  let restricted = query;
+  if (needsExact(query)) {
+    const ids = await idsOf(ctx, query);
+    if (ids.length > MAX_STATISTICS_IDS) {
+      throw errors.invalidParameter(
+        "geometry",
+        `matches more than ${MAX_STATISTICS_IDS} features for statistics; narrow it, or add a where clause`,
+      );
+    }
+    const { spatial: _spatial, ...rest } = query;
+    restricted = { ...rest, objectIds: ids };
+  }
+  const parts: string[] = groupBy.map((f, i) => `${col(f)} AS g${i}`);
+  stats.forEach((st, i) => {
+    const c = st.field ? col(st.field) : "*";
+    switch (st.type) {
+      case "count":
+        parts.push(`count(${c}) AS s${i}`);
+        break;
+      case "sum":
+      case "min":
+      case "max":
+      case "avg":
+        parts.push(`${st.type}(${c}) AS s${i}`);
+        break;
+      case "stddev":
+      case "var":
+        // Neither engine's built-ins serve both (SQLite has none): the sample variance from
+        // sums, computed below.
+        parts.push(`count(${c}) AS s${i}_n, sum(${c} * 1.0) AS s${i}_s, sum(${c} * 1.0 * ${c}) AS s${i}_q`);
+        break;
+    }
+  });
+  const s = new Statement(ctx.engine).add(`SELECT ${parts.join(", ")}`);
+  const f = filtered(ctx, restricted);
+  s.text += f.text;
+  s.parameters.push(...f.parameters);
+  if (groupBy.length > 0) {
+    s.add(` GROUP BY ${groupBy.map(col).join(", ")}`);
+    const order = query.orderBy.filter((o) => groupBy.includes(o.field));
+    const orderText = (order.length > 0 ? order : groupBy.map((field) => ({ field, descending: false })))
+      .map((o) => `${col(o.field)} ${o.descending ? "DESC" : "ASC"}`)
+      .join(", ");
+    s.add(` ORDER BY ${orderText}`);
+  }
+  const rows = await rowsOf(ctx, s);
+  return rows.map((row) => {
+    const out: Record<string, unknown> = {};
+    groupBy.forEach((field, i) => {
+      out[field.name] = attributeValue(field, row[`g${i}`]);
+    });
+    stats.forEach((st, i) => {
+      if (st.type === "stddev" || st.type === "var") {
+        const n = Number(row[`s${i}_n`] ?? 0);
+        const sum = Number(row[`s${i}_s`] ?? 0);
+        const squares = Number(row[`s${i}_q`] ?? 0);
+        const variance = n > 1 ? Math.max(0, (squares - (sum * sum) / n) / (n - 1)) : null;
+        out[st.outName] = variance === null ? null : st.type === "var" ? variance : Math.sqrt(variance);
+      } else {
+        const v = row[`s${i}`];
+        out[st.outName] = v === null || v === undefined ? null : Number(v);
+      }
+    });
+    return out;
+  });
+}
