@@ -7,6 +7,7 @@ import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { SharingService } from "./content/sharing.service.js";
 import type { Db } from "./db/database.js";
+import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
 import type { OutboundGuard } from "./outbound/guard.js";
@@ -29,6 +30,7 @@ export interface Services {
   search: SearchService;
   groups: GroupService;
   featureServices: FeatureServiceService;
+  featureData: FeatureDataService;
   webhooks: WebhookService;
   collaborations: CollaborationService;
   /** Sync jobs, schedules and the peer endpoint; also background work, started by `startPortico`. */
@@ -62,6 +64,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     new PeerClient(options.guard, keys),
     options.portalUrl,
   );
+  const featureServices = new FeatureServiceService(db, items);
   return {
     db,
     portal,
@@ -73,7 +76,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     comments: new CommentService(db, portal, items),
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups: new GroupService(db, portal, items),
-    featureServices: new FeatureServiceService(db, items),
+    featureServices,
+    featureData: new FeatureDataService(db, featureServices),
     webhooks: new WebhookService(db, portal),
     collaborations,
     sync: new SyncEngine({ db, collaborations, staleMs: options.syncStaleMs, onError: options.onError }),

@@ -158,7 +158,7 @@ describe("createService and hosted feature services", () => {
       serviceDescription: "",
       hasStaticData: false,
       maxRecordCount: expect.any(Number),
-      supportedQueryFormats: "JSON",
+      supportedQueryFormats: "JSON, geoJSON, PBF",
       capabilities: "Query",
       spatialReference: { wkid: 102100, latestWkid: 3857 },
       allowGeometryUpdates: true,

@@ -91,6 +91,12 @@ const ADMINS = row(E499, E403, E403, OK);
 const NOBODY_ELSE = row(E499, E403, E403, E403);
 const c = (on: Target, expect: Expectation): Case => ({ on, expect });
 
+/** Edits of a hosted layer whose service allows queries only. */
+const FEATURE_EDITS = [
+  c("own", row(E499, OK, OK, OK)),
+  c("other", row(E499, E403, E403, OK)),
+  c("private", row(E499, { code: 400, messageCode: "SVC_0002" }, { code: 400, messageCode: "SVC_0002" }, OK)),
+];
 /** Owner or administrator: the owner may, another member may not. */
 const OWNER_OR_ADMIN = [c("own", SIGNED_IN), c("other", ADMINS)];
 /**
@@ -248,6 +254,29 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "featureServer.addToDefinition": OWNER_OR_ADMIN,
   "featureServer.updateDefinition": OWNER_OR_ADMIN,
   "featureServer.deleteFromDefinition": OWNER_OR_ADMIN,
+  "featureServer.layers": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
+  // Layer data is read as the service's item is shared (the services here allow Query)...
+  "featureServer.query": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
+  "featureServer.feature": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
+  // ...and edited by the owner and administrators always, others only where the capabilities
+  // allow editing (not here): members who see the service are refused, others hear it is missing.
+  "featureServer.applyEdits": FEATURE_EDITS,
+  "featureServer.addFeatures": FEATURE_EDITS,
+  "featureServer.updateFeatures": FEATURE_EDITS,
+  "featureServer.deleteFeatures": FEATURE_EDITS,
+  "featureServer.serviceApplyEdits": FEATURE_EDITS,
 
   // interface.md §4.2, §5: webhooks are for portal administrators (portal:admin:manageWebhooks).
   "webhooks.list": [c("org", ADMINS)],
@@ -934,7 +963,46 @@ const SETUP: Record<string, Setup> = {
   "featureServer.layer": readService({ layerId: "0" }),
   "featureServer.addToDefinition": async (ctx) => ({
     path: { name: changedService(ctx) },
-    params: { addToDefinition: { layers: [{ name: `Layer ${uid()}` }] } },
+    params: { addToDefinition: { layers: [{ name: `Layer ${uid()}`, geometryType: "esriGeometryPoint" }] } },
+  }),
+  "featureServer.layers": readService(),
+  "featureServer.query": async (ctx) => ({
+    ...(await readService({ layerId: "0" })(ctx)),
+    params: { where: "1=1", returnCountOnly: true },
+    check: (r) => expect(typeof r.count).toBe("number"),
+  }),
+  "featureServer.feature": async (ctx) => {
+    const setup = await readService({ layerId: "0" })(ctx);
+    const name = (setup.path as { name: string }).name;
+    const added = await asAdmin(`${portal.portico.address}/rest/services/${name}/FeatureServer/0/addFeatures`, {
+      features: [{ attributes: {}, geometry: { x: 1, y: 2 } }],
+    });
+    return { path: { ...setup.path, objectId: String(added.addResults[0].objectId) } };
+  },
+  "featureServer.applyEdits": async (ctx) => ({
+    ...(await readService({ layerId: "0" })(ctx)),
+    params: { adds: [{ attributes: {}, geometry: { x: 1, y: 2 } }] },
+    check: (r) => expect(r.addResults[0].success).toBe(true),
+  }),
+  "featureServer.addFeatures": async (ctx) => ({
+    ...(await readService({ layerId: "0" })(ctx)),
+    params: { features: [{ attributes: {}, geometry: { x: 1, y: 2 } }] },
+    check: (r) => expect(r.addResults[0].success).toBe(true),
+  }),
+  "featureServer.updateFeatures": async (ctx) => ({
+    ...(await readService({ layerId: "0" })(ctx)),
+    params: { features: [{ attributes: { OBJECTID: 999999 } }] },
+    check: (r) => expect(r.updateResults).toHaveLength(1),
+  }),
+  "featureServer.deleteFeatures": async (ctx) => ({
+    ...(await readService({ layerId: "0" })(ctx)),
+    params: { objectIds: "999999" },
+    check: (r) => expect(r.deleteResults).toHaveLength(1),
+  }),
+  "featureServer.serviceApplyEdits": async (ctx) => ({
+    ...(await readService()(ctx)),
+    params: { edits: [{ id: 0, adds: [{ attributes: {}, geometry: { x: 1, y: 2 } }] }] },
+    check: (r) => expect(r[0].addResults[0].success).toBe(true),
   }),
   "featureServer.updateDefinition": async (ctx) => ({
     path: { name: changedService(ctx) },

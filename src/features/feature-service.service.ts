@@ -209,6 +209,15 @@ export class FeatureServiceService {
     return layer;
   }
 
+  /** `FeatureServer/layers`: every layer and table resource of the service. */
+  async allLayers(caller: Caller | null, name: string): Promise<Record<string, unknown>> {
+    const row = await this.visible(caller, name);
+    const service = stored(row);
+    const all = (list: LayerDefinition[]) =>
+      list.map((l) => layerJson(service, l.id, row.item_id) as Record<string, unknown>);
+    return { layers: all(service.layers), tables: all(service.tables) };
+  }
+
   async addToDefinition(caller: Caller | null, name: string, add: AddToDefinition) {
     const added = await this.change(caller, name, (service) => {
       const result = addToDefinition(service, add);

@@ -238,7 +238,7 @@ const DEFAULTS = {
   serviceDescription: "",
   hasStaticData: false,
   maxRecordCount: 2000,
-  supportedQueryFormats: "JSON",
+  supportedQueryFormats: "JSON, geoJSON, PBF",
   capabilities: "Query",
   description: "",
   copyrightText: "",

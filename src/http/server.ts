@@ -105,6 +105,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // ends connections that stop reading an answer.
     requestTimeout: config.requestTimeoutSeconds * 1000,
     connectionTimeout: config.requestTimeoutSeconds * 1000,
+    // What the Keep-Alive header promises clients must be shorter than the idle timeout above:
+    // a client that reuses a connection the server has just cut sees "other side closed" (seen
+    // with Esri's client against a 2 s request timeout, where Node's default promised 5 s).
+    keepAliveTimeout: Math.min(5000, (config.requestTimeoutSeconds * 1000) / 2),
     http: {
       headersTimeout: config.headersTimeoutSeconds * 1000,
       // How often Node checks the two timeouts above (30 s by default, which would let a

@@ -1,4 +1,5 @@
 import { errors } from "../../errors.js";
+import { bufferQueryGeometry, toMeters } from "../geometry/distance.js";
 import {
   type Bounds,
   envelopeParts,
@@ -14,9 +15,8 @@ import {
   wrapRange,
 } from "../geometry/projection.js";
 import { parseSpatialRel, type SpatialRel } from "../geometry/relate.js";
-import { bufferQueryGeometry, toMeters } from "../geometry/distance.js";
-import { type LayerField, type LayerSchema, fieldNamed } from "../layer-schema.js";
-import { type QuantizationParameters, parseQuantizationParameters } from "../output/quantize.js";
+import { fieldNamed, type LayerField, type LayerSchema } from "../layer-schema.js";
+import { parseQuantizationParameters, type QuantizationParameters } from "../output/quantize.js";
 
 /**
  * A layer query's parameters (the ArcGIS REST API's Query (Feature Service/Layer)), read and checked
@@ -157,7 +157,8 @@ export function readObjectIds(parameter: string, raw: string, max = MAX_QUERY_OB
   if (parts.length > max) throw bad(parameter, `must list at most ${max} object ids`);
   const ids: number[] = [];
   for (const part of parts) {
-    if (!/^\d{1,15}$/.test(part)) throw bad(parameter, `has '${part.slice(0, 40)}', which is not an object id`);
+    if (!/^\d{1,15}$/.test(part))
+      throw bad(parameter, `has '${part.slice(0, 40)}', which is not an object id`);
     ids.push(Number(part));
   }
   return ids;
@@ -177,7 +178,7 @@ function readFieldList(parameter: string, raw: string, schema: LayerSchema): Lay
 function readOutFields(raw: string | undefined, schema: LayerSchema): LayerField[] {
   const text = raw?.trim() ?? "";
   // ArcGIS answers the object id alone when outFields is absent; `*` is every field.
-  if (text === "" ) return [schema.objectIdField];
+  if (text === "") return [schema.objectIdField];
   if (text.split(",").some((s) => s.trim() === "*")) return schema.fields;
   const listed = readFieldList("outFields", text, schema);
   // The object id comes with every feature: the Maps SDK, QGIS and GDAL key features by it.
@@ -189,7 +190,11 @@ function readOrderBy(raw: string | undefined, schema: LayerSchema): LayerQuery["
   for (const entry of (raw ?? "").split(",").map((s) => s.trim())) {
     if (entry === "") continue;
     const m = /^([A-Za-z_][A-Za-z0-9_]*)(?:\s+(ASC|DESC))?$/i.exec(entry);
-    if (!m) throw bad("orderByFields", `has '${entry.slice(0, 128)}'; each entry is a field name, then ASC or DESC`);
+    if (!m)
+      throw bad(
+        "orderByFields",
+        `has '${entry.slice(0, 128)}'; each entry is a field name, then ASC or DESC`,
+      );
     const field = fieldNamed(schema, m[1] as string);
     if (!field) throw bad("orderByFields", `names a field that does not exist: '${m[1]}'`);
     out.push({ field, descending: (m[2] ?? "ASC").toUpperCase() === "DESC" });
@@ -209,17 +214,25 @@ function readStatistics(raw: string, schema: LayerSchema): Statistic[] {
   }
   const names = new Set<string>();
   return decoded.map((entry: unknown, i) => {
-    const e = entry as { statisticType?: unknown; onStatisticField?: unknown; outStatisticFieldName?: unknown };
+    const e = entry as {
+      statisticType?: unknown;
+      onStatisticField?: unknown;
+      outStatisticFieldName?: unknown;
+    };
     if (typeof e !== "object" || e === null) throw bad("outStatistics", `entry ${i} is not an object`);
     const type = typeof e.statisticType === "string" ? e.statisticType.toLowerCase() : "";
     if (!STATISTIC_TYPES.includes(type as StatisticType)) {
-      throw bad("outStatistics", `entry ${i} has statisticType ${JSON.stringify(e.statisticType)}; one of ${STATISTIC_TYPES.join(", ")}`);
+      throw bad(
+        "outStatistics",
+        `entry ${i} has statisticType ${JSON.stringify(e.statisticType)}; one of ${STATISTIC_TYPES.join(", ")}`,
+      );
     }
     const on = typeof e.onStatisticField === "string" ? e.onStatisticField.trim() : "";
     let field: LayerField | undefined;
     if (!(type === "count" && (on === "*" || on === ""))) {
       field = fieldNamed(schema, on);
-      if (!field) throw bad("outStatistics", `entry ${i} names a field that does not exist: '${on.slice(0, 128)}'`);
+      if (!field)
+        throw bad("outStatistics", `entry ${i} names a field that does not exist: '${on.slice(0, 128)}'`);
       const numeric = /Integer|Single|Double|OID|Date/.test(field.type);
       if (type !== "count" && type !== "min" && type !== "max" && !numeric) {
         throw bad("outStatistics", `entry ${i} asks for ${type} of '${field.name}', which is not numeric`);
@@ -228,7 +241,10 @@ function readStatistics(raw: string, schema: LayerSchema): Statistic[] {
     const given = typeof e.outStatisticFieldName === "string" ? e.outStatisticFieldName.trim() : "";
     const outName = given || `${type}_${field?.name ?? "count"}`;
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(outName)) {
-      throw bad("outStatistics", `entry ${i} has outStatisticFieldName '${outName.slice(0, 128)}'; a field name is a letter or underscore, then letters, digits or underscores`);
+      throw bad(
+        "outStatistics",
+        `entry ${i} has outStatisticFieldName '${outName.slice(0, 128)}'; a field name is a letter or underscore, then letters, digits or underscores`,
+      );
     }
     if (names.has(outName.toLowerCase())) throw bad("outStatistics", `names '${outName}' twice`);
     names.add(outName.toLowerCase());
@@ -305,8 +321,16 @@ function projectQueryGeometry(
         };
         if (box.ymin > box.ymax) continue;
       }
-      const projected = projectGeometry({ type: "esriGeometryEnvelope", hasZ: false, hasM: false, ...box }, from, to);
-      if (!projected.ok) throw bad("geometry", `cannot be projected to the layer's spatial reference: ${projected.error.message}`);
+      const projected = projectGeometry(
+        { type: "esriGeometryEnvelope", hasZ: false, hasM: false, ...box },
+        from,
+        to,
+      );
+      if (!projected.ok)
+        throw bad(
+          "geometry",
+          `cannot be projected to the layer's spatial reference: ${projected.error.message}`,
+        );
       const e = projected.value as Bounds;
       boxes.push({ xmin: e.xmin, ymin: e.ymin, xmax: e.xmax, ymax: e.ymax });
     }
@@ -333,16 +357,24 @@ function projectQueryGeometry(
     };
   }
   const projected = projectGeometry(geometry, from, to);
-  if (!projected.ok) throw bad("geometry", `cannot be projected to the layer's spatial reference: ${projected.error.message}`);
+  if (!projected.ok)
+    throw bad("geometry", `cannot be projected to the layer's spatial reference: ${projected.error.message}`);
   return { geometry: projected.value, boxes: [boundsOfGeometry(projected.value)] };
 }
 
 /** The layer's spatial reference, resolved (Web Mercator when neither the layer nor its service names one). */
-export function layerReference(schema: LayerSchema): { reference: ResolvedReference; spatialReference: SpatialReference } {
+export function layerReference(schema: LayerSchema): {
+  reference: ResolvedReference;
+  spatialReference: SpatialReference;
+} {
   const sr = schema.spatialReference ?? { wkid: 102100, latestWkid: 3857 };
   const resolved = resolveSpatialReference(sr);
   // A layer whose reference proj4 cannot read still answers in it; queries across references fail.
-  if (!resolved.ok) return { reference: { key: JSON.stringify(sr), geographic: false, definition: "" }, spatialReference: sr };
+  if (!resolved.ok)
+    return {
+      reference: { key: JSON.stringify(sr), geographic: false, definition: "" },
+      spatialReference: sr,
+    };
   return { reference: resolved.value, spatialReference: sr };
 }
 
@@ -381,7 +413,8 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
       boxes = boxesOf(geometry, layerSr.reference);
       buffered = true;
     }
-    const envelopeRel = rel.value === "esriSpatialRelEnvelopeIntersects" || rel.value === "esriSpatialRelIndexIntersects";
+    const envelopeRel =
+      rel.value === "esriSpatialRelEnvelopeIntersects" || rel.value === "esriSpatialRelIndexIntersects";
     const boxesDecide =
       envelopeRel ||
       (!buffered &&
@@ -405,7 +438,10 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
     if (!q.ok) throw bad("quantizationParameters", q.reason);
     quantization = q.value;
   }
-  if (params.geometryPrecision !== undefined && (params.geometryPrecision < 0 || params.geometryPrecision > 17)) {
+  if (
+    params.geometryPrecision !== undefined &&
+    (params.geometryPrecision < 0 || params.geometryPrecision > 17)
+  ) {
     throw bad("geometryPrecision", "must be 0 to 17 decimal places");
   }
   if (params.maxAllowableOffset !== undefined && !(params.maxAllowableOffset >= 0)) {
@@ -458,9 +494,7 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
     ...(params.objectIds?.trim() ? { objectIds: readObjectIds("objectIds", params.objectIds) } : {}),
     ...(spatial ? { spatial } : {}),
     outFields:
-      mode === "distinct"
-        ? readFieldList("outFields", params.outFields as string, schema)
-        : outFields,
+      mode === "distinct" ? readFieldList("outFields", params.outFields as string, schema) : outFields,
     returnGeometry: schema.geometryType !== undefined && params.returnGeometry !== false,
     ...(outSR ? { outSR, outSpatialReference } : {}),
     ...(params.geometryPrecision !== undefined ? { geometryPrecision: params.geometryPrecision } : {}),

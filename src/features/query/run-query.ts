@@ -196,12 +196,18 @@ function attributeValue(field: LayerField, value: unknown): unknown {
 
 function selectList(fields: readonly LayerField[], withShape: boolean): string {
   const columns = fields.map((f, i) => `${col(f)} AS c${i}`);
-  if (!columns.some((c) => c.startsWith(`t.${quote(OID_COLUMN)} `))) columns.unshift(`t.${quote(OID_COLUMN)} AS oid_`);
+  if (!columns.some((c) => c.startsWith(`t.${quote(OID_COLUMN)} `)))
+    columns.unshift(`t.${quote(OID_COLUMN)} AS oid_`);
   if (withShape) columns.push(`t.${quote(SHAPE_COLUMN)} AS shape_`);
   return `SELECT ${columns.join(", ")}`;
 }
 
-function toFeature(row: Record<string, unknown>, fields: readonly LayerField[], schema: LayerSchema, withShape: boolean): FeatureRow {
+function toFeature(
+  row: Record<string, unknown>,
+  fields: readonly LayerField[],
+  schema: LayerSchema,
+  withShape: boolean,
+): FeatureRow {
   const attributes: Record<string, unknown> = {};
   fields.forEach((f, i) => {
     attributes[f.name] = attributeValue(f, row[`c${i}`]);
@@ -307,7 +313,10 @@ async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
   return ids;
 }
 
-async function extentOf(ctx: QueryContext, query: LayerQuery): Promise<{ extent: Bounds | null; count: number }> {
+async function extentOf(
+  ctx: QueryContext,
+  query: LayerQuery,
+): Promise<{ extent: Bounds | null; count: number }> {
   if (!ctx.schema.geometryType) return { extent: null, count: await countOf(ctx, query) };
   if (needsExact(query)) {
     let extent: Bounds | null = null;
@@ -329,7 +338,12 @@ async function extentOf(ctx: QueryContext, query: LayerQuery): Promise<{ extent:
   const count = Number(row.n ?? 0);
   if (row.xmin === null || row.xmin === undefined) return { extent: null, count };
   return {
-    extent: { xmin: Number(row.xmin), ymin: Number(row.ymin), xmax: Number(row.xmax), ymax: Number(row.ymax) },
+    extent: {
+      xmin: Number(row.xmin),
+      ymin: Number(row.ymin),
+      xmax: Number(row.xmax),
+      ymax: Number(row.ymax),
+    },
     count,
   };
 }

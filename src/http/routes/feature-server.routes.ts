@@ -31,6 +31,53 @@ const servicesBase = (apiBase: string) => `${owningSystemUrl(apiBase)}/rest/serv
  */
 const DEFINITION_BODY_LIMIT = 16 * 1024 * 1024;
 
+/** A query's geometry can be a detailed polygon (250,000 vertices is about 8 MB of JSON). */
+const QUERY_BODY_LIMIT = 10 * 1024 * 1024;
+/** Edits in batches of thousands of features with their geometries. */
+const EDITS_BODY_LIMIT = 32 * 1024 * 1024;
+
+/** The parameters of a layer query (Query (Feature Service/Layer)); structured ones are read by the service. */
+const queryParams = {
+  where: p.string({ maxLength: 64 * 1024 }),
+  objectIds: p.string({ maxLength: 4 * 1024 * 1024 }),
+  geometry: p.string({ maxLength: QUERY_BODY_LIMIT }),
+  geometryType: p.string({ maxLength: 64 }),
+  inSR: p.string({ maxLength: 16 * 1024 }),
+  spatialRel: p.string({ maxLength: 64 }),
+  distance: p.number({ min: 0 }),
+  units: p.string({ maxLength: 64 }),
+  outFields: p.string({ maxLength: 256 * 1024 }),
+  returnGeometry: p.boolean(),
+  outSR: p.string({ maxLength: 16 * 1024 }),
+  geometryPrecision: p.integer({ min: 0, max: 17 }),
+  maxAllowableOffset: p.number({ min: 0 }),
+  quantizationParameters: p.string({ maxLength: 4096 }),
+  returnZ: p.boolean(),
+  returnM: p.boolean(),
+  returnCentroid: p.boolean(),
+  orderByFields: p.string({ maxLength: 64 * 1024 }),
+  resultOffset: p.integer({ min: 0 }),
+  resultRecordCount: p.integer({ min: 0 }),
+  resultType: p.string({ maxLength: 32 }),
+  returnExceededLimitFeatures: p.boolean(),
+  returnCountOnly: p.boolean(),
+  returnIdsOnly: p.boolean(),
+  returnExtentOnly: p.boolean(),
+  returnDistinctValues: p.boolean(),
+  outStatistics: p.string({ maxLength: 256 * 1024 }),
+  groupByFieldsForStatistics: p.string({ maxLength: 64 * 1024 }),
+  havingClause: p.string({ maxLength: 64 * 1024 }),
+};
+
+const editFlags = {
+  rollbackOnFailure: p.boolean(),
+  useGlobalIds: p.boolean(),
+  returnEditMoment: p.boolean(),
+  gdbVersion: p.string({ maxLength: 256 }),
+};
+
+const layerPath = (op: string) => `/services/:name/FeatureServer/:layerId/${op}`;
+
 export const featureServerRoutes = [
   defineRoute({
     name: "content.createService",
@@ -104,7 +151,7 @@ export const featureServerRoutes = [
     auth: "optional",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.featureServices.layer(caller, path.name as string, path.layerId as string),
+      services.featureData.layerResource(caller, path.name as string, path.layerId as string),
   }),
   defineRoute({
     name: "featureServer.addToDefinition",
@@ -148,5 +195,151 @@ export const featureServerRoutes = [
     },
     handler: async ({ params, path, caller, services }) =>
       services.featureServices.deleteFromDefinition(caller, path.name as string, params.deleteFromDefinition),
+  }),
+  defineRoute({
+    name: "featureServer.layers",
+    methods: ["GET", "POST"],
+    path: "/services/:name/FeatureServer/layers",
+    root: "server",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.featureServices.allLayers(caller, path.name as string),
+  }),
+  defineRoute({
+    name: "featureServer.query",
+    methods: ["GET", "POST"],
+    path: layerPath("query"),
+    root: "server",
+    auth: "optional",
+    bodyLimit: QUERY_BODY_LIMIT,
+    formats: ["geojson", "pbf"],
+    params: queryParams,
+    handler: async ({ params, path, caller, services, format }) =>
+      services.featureData.query(caller, path.name as string, path.layerId as string, params, format),
+  }),
+  defineRoute({
+    name: "featureServer.applyEdits",
+    methods: ["POST"],
+    path: layerPath("applyEdits"),
+    root: "server",
+    auth: "optional",
+    bodyLimit: EDITS_BODY_LIMIT,
+    params: {
+      adds: p.string({ maxLength: EDITS_BODY_LIMIT }),
+      updates: p.string({ maxLength: EDITS_BODY_LIMIT }),
+      deletes: p.string({ maxLength: EDITS_BODY_LIMIT }),
+      ...editFlags,
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureData.applyEdits(caller, path.name as string, path.layerId as string, params),
+  }),
+  defineRoute({
+    name: "featureServer.addFeatures",
+    methods: ["POST"],
+    path: layerPath("addFeatures"),
+    root: "server",
+    auth: "optional",
+    bodyLimit: EDITS_BODY_LIMIT,
+    params: { features: p.string({ maxLength: EDITS_BODY_LIMIT }), ...editFlags },
+    handler: async ({ params, path, caller, services }) => {
+      const r = await services.featureData.applyEdits(caller, path.name as string, path.layerId as string, {
+        ...params,
+        adds: params.features,
+        addsParameter: "features",
+      });
+      return {
+        addResults: r.addResults,
+        ...(r.editMoment !== undefined ? { editMoment: r.editMoment } : {}),
+      };
+    },
+  }),
+  defineRoute({
+    name: "featureServer.updateFeatures",
+    methods: ["POST"],
+    path: layerPath("updateFeatures"),
+    root: "server",
+    auth: "optional",
+    bodyLimit: EDITS_BODY_LIMIT,
+    params: { features: p.string({ maxLength: EDITS_BODY_LIMIT }), ...editFlags },
+    handler: async ({ params, path, caller, services }) => {
+      const r = await services.featureData.applyEdits(caller, path.name as string, path.layerId as string, {
+        ...params,
+        updates: params.features,
+        updatesParameter: "features",
+      });
+      return {
+        updateResults: r.updateResults,
+        ...(r.editMoment !== undefined ? { editMoment: r.editMoment } : {}),
+      };
+    },
+  }),
+  defineRoute({
+    name: "featureServer.deleteFeatures",
+    methods: ["POST"],
+    path: layerPath("deleteFeatures"),
+    root: "server",
+    auth: "optional",
+    bodyLimit: QUERY_BODY_LIMIT,
+    params: {
+      objectIds: p.string({ maxLength: 4 * 1024 * 1024 }),
+      where: queryParams.where,
+      geometry: queryParams.geometry,
+      geometryType: queryParams.geometryType,
+      inSR: queryParams.inSR,
+      spatialRel: queryParams.spatialRel,
+      ...editFlags,
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const byQuery = Boolean(params.where?.trim() || params.geometry?.trim());
+      if (!byQuery && !params.objectIds?.trim()) {
+        throw errors.invalidParameter("objectIds", "or where or geometry must say which features to delete");
+      }
+      const r = await services.featureData.applyEdits(caller, path.name as string, path.layerId as string, {
+        ...params,
+        ...(byQuery
+          ? {
+              deleteQuery: {
+                where: params.where,
+                objectIds: params.objectIds,
+                geometry: params.geometry,
+                geometryType: params.geometryType,
+                inSR: params.inSR,
+                spatialRel: params.spatialRel,
+              },
+            }
+          : { deletes: params.objectIds, deletesParameter: "objectIds" as const }),
+      });
+      return {
+        deleteResults: r.deleteResults,
+        ...(r.editMoment !== undefined ? { editMoment: r.editMoment } : {}),
+      };
+    },
+  }),
+  defineRoute({
+    name: "featureServer.serviceApplyEdits",
+    methods: ["POST"],
+    path: "/services/:name/FeatureServer/applyEdits",
+    root: "server",
+    auth: "optional",
+    bodyLimit: EDITS_BODY_LIMIT,
+    params: { edits: p.string({ required: true, maxLength: EDITS_BODY_LIMIT }), ...editFlags },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureData.applyServiceEdits(caller, path.name as string, params),
+  }),
+  defineRoute({
+    name: "featureServer.feature",
+    methods: ["GET", "POST"],
+    path: "/services/:name/FeatureServer/:layerId/:objectId",
+    root: "server",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.featureData.feature(
+        caller,
+        path.name as string,
+        path.layerId as string,
+        path.objectId as string,
+      ),
   }),
 ];

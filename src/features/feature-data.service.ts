@@ -1,0 +1,453 @@
+import type { Caller } from "../auth/caller.js";
+import type { Db } from "../db/database.js";
+import type { Bounds } from "./geometry/esri-json.js";
+import { layerResource } from "./layer-resource.js";
+import { layerStates } from "./layer-store.js";
+import { errors } from "../errors.js";
+import {
+  applyLayerEdits,
+  type EditOptions,
+  type LayerEditResults,
+  RolledBack,
+  rolledBackResults,
+} from "./edits/apply-edits.js";
+import { type DeleteIds, parseDeletes, parseFeatureList } from "./edits/values.js";
+import type { FeatureServiceService, ServiceRow } from "./feature-service.service.js";
+import { fieldNamed, type LayerField, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
+import { type AnswerFormat, queryAnswer } from "./query/answer.js";
+import { type LayerQuery, type QueryParams, readLayerQuery, readObjectIds } from "./query/layer-query.js";
+import { type QueryContext, runQuery } from "./query/run-query.js";
+import type { LayerDefinition, StoredService } from "./service-definition.js";
+
+/**
+ * The data of hosted feature layers: queries and edits, with ArcGIS's rules of who may do what.
+ *
+ * - Reading follows the service item's sharing (a layer the caller may not see answers as missing:
+ *   499 to anonymous callers, 400 to others).
+ * - The owner and administrators may always query and edit. Others need the capability (`Query`;
+ *   `Create`, `Update`, `Delete`, with `Editing`), and with ownership-based access control
+ *   (`editorTrackingInfo.enableOwnershipAccessControl`) reach only the features they created
+ *   unless `allowOthersToQuery/Update/Delete` say otherwise; anonymous callers as
+ *   `allowAnonymousToQuery/Update/Delete` say.
+ */
+
+export type Operation = "query" | "create" | "update" | "delete";
+
+export interface OpenLayer {
+  row: ServiceRow;
+  service: StoredService;
+  definition: LayerDefinition;
+  schema: LayerSchema;
+  /** Owner or administrator: every operation, every feature. */
+  privileged: boolean;
+  caller: Caller | null;
+}
+
+/** Layer schemas by service item, layer and definition version: a definition is read once per change. */
+const SCHEMA_CACHE_LIMIT = 500;
+
+export class FeatureDataService {
+  private readonly schemas = new Map<string, LayerSchema>();
+  /** Layer extents by the data version they were computed for. */
+  private readonly extents = new Map<string, Bounds | null>();
+
+  constructor(
+    private readonly db: Db,
+    private readonly services: FeatureServiceService,
+  ) {}
+
+  /** The layer `layerId` of service `name`, if the caller may see it. */
+  async open(caller: Caller | null, name: string, layerId: string): Promise<OpenLayer> {
+    const { row, service, owner } = await this.services.open(caller, name);
+    const id = /^\d{1,9}$/.test(layerId) ? Number(layerId) : undefined;
+    const layer = service.layers.find((l) => l.id === id);
+    const table = layer ? undefined : service.tables.find((t) => t.id === id);
+    const definition = layer ?? table;
+    if (!definition || id === undefined) throw errors.layerNotFound(row.name, layerId);
+    const key = `${row.item_id}/${id}/${row.modified}`;
+    let schema = this.schemas.get(key);
+    if (!schema) {
+      try {
+        schema = layerSchema(definition, layer ? "layer" : "table", service.definition);
+      } catch (err) {
+        if (err instanceof SchemaError) {
+          throw errors.invalidParameter(
+            "layer",
+            `${err.message.replace(/^has /, "")}: its definition cannot hold data; fix it with updateDefinition`,
+          );
+        }
+        throw err;
+      }
+      if (this.schemas.size >= SCHEMA_CACHE_LIMIT) this.schemas.clear();
+      this.schemas.set(key, schema);
+    }
+    const privileged =
+      caller !== null && (caller.userId === owner.id || caller.privileges.has("portal:admin:updateItems"));
+    return { row, service, definition, schema, privileged, caller };
+  }
+
+  /**
+   * The layer or table resource, telling the truth about what it stores and answers: its fields,
+   * the query formats and capabilities, the current extent of its features, its edit dates.
+   */
+  async layerResource(caller: Caller | null, name: string, layerId: string): Promise<Record<string, unknown>> {
+    const open = await this.open(caller, name, layerId);
+    const state = (await layerStates(this.db.kysely, open.row.item_id)).get(open.schema.id);
+    const lastEdit = state?.lastEditDate ?? open.row.modified;
+    let extent: Bounds | null = null;
+    if (open.schema.geometryType && state) {
+      const key = `${open.row.item_id}/${open.schema.id}/${state.dataLastEditDate}`;
+      const cached = this.extents.get(key);
+      if (cached !== undefined) extent = cached;
+      else {
+        const query = readLayerQuery({ returnExtentOnly: true }, open.schema, this.limits(open));
+        const result = await runQuery(this.context(open, undefined), query);
+        extent = result.mode === "extent" ? result.extent : null;
+        if (this.extents.size >= SCHEMA_CACHE_LIMIT) this.extents.clear();
+        this.extents.set(key, extent);
+      }
+    }
+    return layerResource({
+      service: open.service,
+      definition: open.definition,
+      schema: open.schema,
+      serviceItemId: open.row.item_id,
+      limits: this.limits(open),
+      lastEditDate: lastEdit,
+      dataLastEditDate: state?.dataLastEditDate ?? lastEdit,
+      extent,
+    });
+  }
+
+  private capabilities(open: OpenLayer): Set<string> {
+    const text =
+      (open.definition.capabilities as string | undefined) ?? open.service.definition.capabilities ?? "Query";
+    return new Set(text.split(",").map((c) => c.trim().toLowerCase()));
+  }
+
+  private tracking(open: OpenLayer): Record<string, boolean> {
+    return open.service.definition.editorTrackingInfo ?? {};
+  }
+
+  /** Refuses an operation the layer does not allow the caller; answers the ownership restriction. */
+  private authorize(
+    open: OpenLayer,
+    operation: Operation,
+  ): { field: LayerField; username: string | null } | undefined {
+    if (open.privileged) return undefined;
+    const caps = this.capabilities(open);
+    const named = { query: "query", create: "create", update: "update", delete: "delete" }[operation];
+    const editing = operation !== "query";
+    // "Editing" alone (older services) allows every edit; with Create/Update/Delete listed, each names one.
+    const listsEdits = caps.has("create") || caps.has("update") || caps.has("delete");
+    const allowed = editing ? caps.has("editing") && (!listsEdits || caps.has(named)) : caps.has("query");
+    if (!allowed) {
+      throw errors.forbidden(
+        `Layer ${open.schema.id} of service '${open.row.name}' does not allow ${operation === "query" ? "queries" : `${operation}s`} (capabilities: ${[...caps].join(",")}).`,
+      );
+    }
+    const tracking = this.tracking(open);
+    const suffix =
+      operation === "query"
+        ? "Query"
+        : operation === "update"
+          ? "Update"
+          : operation === "delete"
+            ? "Delete"
+            : undefined;
+    if (open.caller === null && suffix && tracking[`allowAnonymousTo${suffix}`] === false) {
+      throw errors.tokenRequired();
+    }
+    const creator = open.schema.editFields
+      ? fieldNamed(open.schema, open.schema.editFields.creatorField)
+      : undefined;
+    if (suffix && operation !== "create" && tracking.enableOwnershipAccessControl === true && creator) {
+      const others = tracking[`allowOthersTo${suffix}`] !== false;
+      if (!others) return { field: creator, username: open.caller?.username ?? null };
+    }
+    return undefined;
+  }
+
+  private limits(open: OpenLayer) {
+    const max = open.service.definition.maxRecordCount ?? 2000;
+    const n = (v: unknown, fallback: number) => (typeof v === "number" && v > 0 ? v : fallback);
+    return {
+      maxRecordCount: n(open.definition.maxRecordCount, max),
+      standardMaxRecordCount: n(open.definition.standardMaxRecordCount, Math.max(max, 32000)),
+      tileMaxRecordCount: n(open.definition.tileMaxRecordCount, Math.max(max, 8000)),
+    };
+  }
+
+  private context(open: OpenLayer, restriction: ReturnType<FeatureDataService["authorize"]>): QueryContext {
+    return {
+      q: this.db.kysely,
+      engine: this.db.engine,
+      itemId: open.row.item_id,
+      schema: open.schema,
+      now: Date.now(),
+      ...(restriction && restriction.username !== null
+        ? { creator: { field: restriction.field, username: restriction.username } }
+        : {}),
+    };
+  }
+
+  async query(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    params: QueryParams,
+    format: AnswerFormat,
+  ): Promise<unknown> {
+    const open = await this.open(caller, name, layerId);
+    const restriction = this.authorize(open, "query");
+    this.checkFormat(open, format);
+    const query = readLayerQuery(params, open.schema, this.limits(open));
+    // Anonymous callers under ownership control see nothing of others' features.
+    if (restriction && restriction.username === null)
+      return queryAnswer(open, query, emptyResult(query), format);
+    const result = await runQuery(this.context(open, restriction), query);
+    return queryAnswer(open, query, result, format);
+  }
+
+  /** `<layer>/<objectId>`: one feature, every field. */
+  async feature(caller: Caller | null, name: string, layerId: string, objectId: string): Promise<unknown> {
+    const open = await this.open(caller, name, layerId);
+    const restriction = this.authorize(open, "query");
+    const ids = /^\d{1,15}$/.test(objectId) ? readObjectIds("objectId", objectId) : undefined;
+    if (!ids) throw errors.invalidParameter("objectId", `'${objectId.slice(0, 40)}' is not an object id`);
+    const query = readLayerQuery({ objectIds: objectId, outFields: "*" }, open.schema, this.limits(open));
+    const result =
+      restriction?.username === null
+        ? emptyResult(query)
+        : await runQuery(this.context(open, restriction), query);
+    const answer = queryAnswer(open, query, result, "json") as { features: unknown[] };
+    const feature = answer.features[0];
+    if (!feature)
+      throw errors.invalidParameter(
+        "objectId",
+        `feature ${objectId} does not exist in layer ${open.schema.id}`,
+      );
+    return { feature };
+  }
+
+  private checkFormat(open: OpenLayer, format: AnswerFormat): void {
+    if (format === "json" || format === "pjson" || format === "html") return;
+    const formats = (open.service.definition.supportedQueryFormats ?? "JSON")
+      .toLowerCase()
+      .split(",")
+      .map((f) => f.trim());
+    if (!formats.includes(format)) {
+      throw errors.invalidParameter(
+        "f",
+        `'${format}' is not among the layer's supportedQueryFormats (${formats.join(", ")})`,
+      );
+    }
+  }
+
+  /**
+   * `applyEdits` of one layer, or `addFeatures`/`updateFeatures`/`deleteFeatures` (which name only
+   * their part). All of it in one transaction: with `rollbackOnFailure` (the default) one failed
+   * feature undoes every other; without, the failures are reported and the rest stays.
+   */
+  async applyEdits(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    raw: {
+      adds?: string | undefined;
+      updates?: string | undefined;
+      deletes?: string | undefined;
+      /** `deleteFeatures` by where or geometry: the ids are found first, with the query's rules. */
+      deleteQuery?: QueryParams | undefined;
+      rollbackOnFailure?: boolean | undefined;
+      useGlobalIds?: boolean | undefined;
+      returnEditMoment?: boolean | undefined;
+      addsParameter?: "adds" | "features";
+      updatesParameter?: "updates" | "features";
+      deletesParameter?: "deletes" | "objectIds";
+    },
+  ): Promise<LayerEditResults & { editMoment?: number }> {
+    const open = await this.open(caller, name, layerId);
+    const useGlobalIds = raw.useGlobalIds === true;
+    if (useGlobalIds && !open.schema.globalIdField) {
+      throw errors.invalidParameter(
+        "useGlobalIds",
+        `cannot be true: layer ${open.schema.id} has no GlobalID field`,
+      );
+    }
+    const adds = parseFeatureList(raw.adds, raw.addsParameter ?? "adds");
+    if (!adds.ok) throw errors.invalidParameter(raw.addsParameter ?? "adds", adds.reason);
+    const updates = parseFeatureList(raw.updates, raw.updatesParameter ?? "updates");
+    if (!updates.ok) throw errors.invalidParameter(raw.updatesParameter ?? "updates", updates.reason);
+    const deletes = parseDeletes(raw.deletes, { useGlobalIds });
+    if (!deletes.ok) throw errors.invalidParameter(raw.deletesParameter ?? "deletes", deletes.reason);
+
+    const restrictions: Partial<Record<Operation, ReturnType<FeatureDataService["authorize"]>>> = {};
+    if (adds.value.length > 0) restrictions.create = this.authorize(open, "create");
+    if (updates.value.length > 0) restrictions.update = this.authorize(open, "update");
+    let deleteIds: DeleteIds = deletes.value;
+    if (raw.deleteQuery) {
+      restrictions.delete = this.authorize(open, "delete");
+      const query: LayerQuery = {
+        ...readLayerQuery(raw.deleteQuery, open.schema, this.limits(open)),
+        mode: "ids",
+      };
+      const found = await runQuery(this.context(open, restrictions.delete), query);
+      deleteIds = { objectIds: found.mode === "ids" ? found.objectIds : [] };
+    } else if (("objectIds" in deleteIds ? deleteIds.objectIds : deleteIds.globalIds).length > 0) {
+      restrictions.delete = this.authorize(open, "delete");
+    }
+    // Ownership control differs between updates and deletes; both come from the same rule.
+    const only = restrictions.update ?? restrictions.delete;
+    const now = Date.now();
+    const options: EditOptions = {
+      engine: this.db.engine,
+      itemId: open.row.item_id,
+      now,
+      ...(caller ? { editor: caller.username } : {}),
+      useGlobalIds,
+      allowGeometryUpdates:
+        open.privileged ||
+        ((open.definition.allowGeometryUpdates as boolean | undefined) ??
+          open.service.definition.allowGeometryUpdates) !== false,
+      ...(only ? { onlyCreatedBy: only } : {}),
+    };
+    const rollback = raw.rollbackOnFailure !== false;
+    let results: LayerEditResults;
+    try {
+      results = await this.db.transaction(async (trx) => {
+        const applied = await applyLayerEdits(
+          trx,
+          open.schema,
+          { adds: adds.value, updates: updates.value, deletes: deleteIds },
+          options,
+        );
+        if (rollback && applied.anyFailed) throw new RolledBack([applied.results]);
+        return applied.results;
+      });
+    } catch (err) {
+      if (err instanceof RolledBack) results = rolledBackResults(err.results)[0] as LayerEditResults;
+      else throw err;
+    }
+    return { ...results, ...(raw.returnEditMoment ? { editMoment: now } : {}) };
+  }
+
+  /** Service-level `applyEdits`: `edits=[{id, adds, updates, deletes}]`, every layer in one transaction. */
+  async applyServiceEdits(
+    caller: Caller | null,
+    name: string,
+    raw: {
+      edits: string;
+      rollbackOnFailure?: boolean | undefined;
+      useGlobalIds?: boolean | undefined;
+      returnEditMoment?: boolean | undefined;
+    },
+  ): Promise<unknown> {
+    let decoded: unknown;
+    try {
+      decoded = JSON.parse(raw.edits);
+    } catch (err) {
+      throw errors.invalidParameter("edits", `is not valid JSON (${(err as Error).message})`);
+    }
+    if (!Array.isArray(decoded) || decoded.length === 0 || decoded.length > 1000) {
+      throw errors.invalidParameter(
+        "edits",
+        'must be a JSON array of 1 to 1000 layer edits, as [{"id": 0, "adds": [...]}]',
+      );
+    }
+    const useGlobalIds = raw.useGlobalIds === true;
+    const now = Date.now();
+    const plans: {
+      open: OpenLayer;
+      edits: { adds: unknown[]; updates: unknown[]; deletes: DeleteIds };
+      only: ReturnType<FeatureDataService["authorize"]>;
+    }[] = [];
+    let total = 0;
+    for (const [i, entry] of decoded.entries()) {
+      const e = entry as { id?: unknown; adds?: unknown; updates?: unknown; deletes?: unknown };
+      if (typeof e !== "object" || e === null || typeof e.id !== "number") {
+        throw errors.invalidParameter("edits", `entry ${i} must be an object with a layer id`);
+      }
+      const open = await this.open(caller, name, String(e.id));
+      if (useGlobalIds && !open.schema.globalIdField) {
+        throw errors.invalidParameter(
+          "useGlobalIds",
+          `cannot be true: layer ${open.schema.id} has no GlobalID field`,
+        );
+      }
+      const list = (v: unknown, what: string) => {
+        if (v === undefined || v === null) return [];
+        if (!Array.isArray(v))
+          throw errors.invalidParameter("edits", `entry ${i} has ${what} that are not an array`);
+        return v as unknown[];
+      };
+      const adds = list(e.adds, "adds");
+      const updates = list(e.updates, "updates");
+      const deletesRaw =
+        e.deletes === undefined || e.deletes === null
+          ? undefined
+          : typeof e.deletes === "string"
+            ? e.deletes
+            : JSON.stringify(e.deletes);
+      const deletes = parseDeletes(deletesRaw, { useGlobalIds });
+      if (!deletes.ok)
+        throw errors.invalidParameter("edits", `entry ${i} has deletes that ${deletes.reason}`);
+      total += adds.length + updates.length;
+      const restrictions: ReturnType<FeatureDataService["authorize"]>[] = [];
+      if (adds.length > 0) restrictions.push(this.authorize(open, "create"));
+      if (updates.length > 0) restrictions.push(this.authorize(open, "update"));
+      const nDeletes =
+        "objectIds" in deletes.value ? deletes.value.objectIds.length : deletes.value.globalIds.length;
+      if (nDeletes > 0) restrictions.push(this.authorize(open, "delete"));
+      const only = restrictions.find((r) => r !== undefined);
+      plans.push({ open, edits: { adds, updates, deletes: deletes.value }, only });
+    }
+    if (total > 10_000)
+      throw errors.invalidParameter("edits", `has ${total} features; one request takes at most 10000`);
+    const rollback = raw.rollbackOnFailure !== false;
+    let results: LayerEditResults[];
+    try {
+      results = await this.db.transaction(async (trx) => {
+        const out: LayerEditResults[] = [];
+        let anyFailed = false;
+        for (const plan of plans) {
+          const applied = await applyLayerEdits(trx, plan.open.schema, plan.edits, {
+            engine: this.db.engine,
+            itemId: plan.open.row.item_id,
+            now,
+            ...(caller ? { editor: caller.username } : {}),
+            useGlobalIds,
+            allowGeometryUpdates:
+              plan.open.privileged ||
+              ((plan.open.definition.allowGeometryUpdates as boolean | undefined) ??
+                plan.open.service.definition.allowGeometryUpdates) !== false,
+            ...(plan.only ? { onlyCreatedBy: plan.only } : {}),
+          });
+          anyFailed ||= applied.anyFailed;
+          out.push(applied.results);
+        }
+        if (rollback && anyFailed) throw new RolledBack(out);
+        return out;
+      });
+    } catch (err) {
+      if (err instanceof RolledBack) results = rolledBackResults(err.results);
+      else throw err;
+    }
+    return raw.returnEditMoment ? results.map((r) => ({ ...r, editMoment: now })) : results;
+  }
+}
+
+function emptyResult(query: LayerQuery) {
+  switch (query.mode) {
+    case "count":
+      return { mode: "count" as const, count: 0 };
+    case "ids":
+      return { mode: "ids" as const, objectIds: [] };
+    case "extent":
+      return { mode: "extent" as const, extent: null, count: 0 };
+    case "statistics":
+      return { mode: "statistics" as const, rows: [] };
+    default:
+      return { mode: query.mode, rows: [], exceeded: false };
+  }
+}
