@@ -217,6 +217,7 @@ export function queryAnswer(
         spatialReference: out.spatialReference,
         hasZ,
         hasM,
+        coordinateSystem: { geographic: out.reference.geographic },
         fields: query.outFields.map((f) => ({ name: f.name, type: f.type, alias: f.alias })),
         exceededTransferLimit: result.exceeded,
         ...(query.quantization ? { quantization: query.quantization } : {}),

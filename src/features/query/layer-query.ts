@@ -1,5 +1,5 @@
 import { errors } from "../../errors.js";
-import { bufferQueryGeometry, toMeters } from "../geometry/distance.js";
+import { bufferQueryGeometry, toLinearUnits } from "../geometry/distance.js";
 import {
   type Bounds,
   envelopeParts,
@@ -401,15 +401,17 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
       from = readSpatialReferenceParam("inSR", params.inSR).reference;
     }
     const rel = parseSpatialRel(params.spatialRel);
-    if (!rel.ok) throw bad("spatialRel", rel.reason);
+    if (!rel.ok) throw bad("spatialRel", rel.error.message);
     let { geometry, boxes } = projectQueryGeometry(parsed.value, from, layerSr.reference);
     const distance = params.distance ?? 0;
     if (distance < 0 || !Number.isFinite(distance)) throw bad("distance", "must be a number of at least 0");
     let buffered = false;
     if (distance > 0) {
-      const meters = toMeters(distance, params.units);
-      if (!meters.ok) throw bad("units", meters.reason);
-      geometry = bufferQueryGeometry(geometry, meters.value, layerSr.reference);
+      const meters = toLinearUnits(distance, params.units);
+      if (!meters.ok) throw bad("units", meters.error.message);
+      const buffer = bufferQueryGeometry(geometry, meters.value, layerSr.reference);
+      if (!buffer.ok) throw bad("distance", buffer.error.message);
+      geometry = buffer.value;
       boxes = boxesOf(geometry, layerSr.reference);
       buffered = true;
     }
