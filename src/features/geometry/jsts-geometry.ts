@@ -43,7 +43,7 @@ function ringOf(positions: readonly Position[]): LinearRing {
 }
 
 /** A polygon built from its rings as grouped by orientation (see `polygonParts`), unchecked. */
-function structuredPolygon(rings: readonly Position[][]): JstsGeometry {
+export function structuredPolygon(rings: readonly Position[][]): JstsGeometry {
   const polygons = polygonParts(rings).map(({ outer, holes }) =>
     factory.createPolygon(ringOf(outer), holes.map(ringOf)),
   );
