@@ -20,7 +20,8 @@ import { locateInRings } from "./rings.js";
  * the query geometry. Pure: the caller has projected the query geometry into the layer's spatial
  * reference and turned any `distance` into the layer's units (see distance.ts).
  *
- * The direction of each relation follows ArcGIS's definition of esriSpatialRelEnum, where the
+ * The direction of each relation follows ArcGIS's reference for esriSpatialRelEnum (ArcGIS Server
+ * SOAP API; the ArcObjects and ArcGIS Pro SpatialRelationship references say the same), where the
  * query geometry is the subject and the stored feature the target:
  * - Intersects: "Query Geometry Intersects Target Geometry."
  * - Contains: "Query Geometry Contains Target Geometry." (features inside the query polygon)
@@ -287,17 +288,17 @@ export function prepareFilter(
 
   const pointsAgainstArea = (candidate: Geometry): boolean | null => {
     if (!locator) return null;
-    let points: readonly number[][];
-    if (candidate.type === "esriGeometryPoint") points = [[candidate.x, candidate.y]];
-    else if (candidate.type === "esriGeometryMultipoint") points = candidate.points;
-    else return null;
     locationCounts[0] = locationCounts[1] = locationCounts[2] = 0;
-    for (const p of points) {
-      probe.x = p[0] as number;
-      probe.y = p[1] as number;
+    const count = (x: number, y: number): void => {
+      probe.x = x;
+      probe.y = y;
       const where = locator.locate(probe);
       locationCounts[where] = (locationCounts[where] as number) + 1;
-    }
+    };
+    if (candidate.type === "esriGeometryPoint") count(candidate.x, candidate.y);
+    else if (candidate.type === "esriGeometryMultipoint") {
+      for (const p of candidate.points) count(p[0] as number, p[1] as number);
+    } else return null;
     return AREA_VS_POINTS[rel](
       locationCounts[Location.INTERIOR] as number,
       locationCounts[Location.BOUNDARY] as number,
