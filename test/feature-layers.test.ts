@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { engine, startTestPortal, type TestPortal } from "./helpers/portico.js";
 
 /**
@@ -122,7 +122,11 @@ describe("hosted feature layers: storage, query and edits", () => {
               spatialReference: { wkid: 4326 },
               fields: CITY_FIELDS,
             },
-            { name: "Parks", geometryType: "esriGeometryPolygon", fields: [{ name: "label", type: "esriFieldTypeString" }] },
+            {
+              name: "Parks",
+              geometryType: "esriGeometryPolygon",
+              fields: [{ name: "label", type: "esriFieldTypeString" }],
+            },
           ],
         },
       },
@@ -131,8 +135,14 @@ describe("hosted feature layers: storage, query and edits", () => {
     expect(added.success).toBe(true);
     cities = `${services}/Places/FeatureServer/0`;
     parks = `${services}/Places/FeatureServer/1`;
-    const edits = await portal.post(`${cities}/applyEdits`, { adds: CITIES.map(cityFeature), rollbackOnFailure: true }, owner.token);
-    expect(edits.addResults.map((r: { objectId: number; success: boolean }) => [r.objectId, r.success])).toEqual([
+    const edits = await portal.post(
+      `${cities}/applyEdits`,
+      { adds: CITIES.map(cityFeature), rollbackOnFailure: true },
+      owner.token,
+    );
+    expect(
+      edits.addResults.map((r: { objectId: number; success: boolean }) => [r.objectId, r.success]),
+    ).toEqual([
       [1, true],
       [2, true],
       [3, true],
@@ -164,7 +174,11 @@ describe("hosted feature layers: storage, query and edits", () => {
       geometryType: "esriGeometryPoint",
       objectIdField: "OBJECTID",
       supportedQueryFormats: "JSON, geoJSON, PBF",
-      advancedQueryCapabilities: { supportsPagination: true, supportsStatistics: true, supportsOrderBy: true },
+      advancedQueryCapabilities: {
+        supportsPagination: true,
+        supportsStatistics: true,
+        supportsOrderBy: true,
+      },
       extent: { xmin: -171.76, ymin: -18.14, xmax: 178.44, ymax: 60.39, spatialReference: { wkid: 4326 } },
     });
     expect(layer.fields.map((f: { name: string; type: string }) => [f.name, f.type])).toEqual([
@@ -179,7 +193,9 @@ describe("hosted feature layers: storage, query and edits", () => {
   });
 
   it("counts, filters with where, and returns geometry by default", async () => {
-    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual({ count: 5 });
+    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual(
+      { count: 5 },
+    );
     const big = await portal.get(`${cities}/query`, { where: "pop > 100", outFields: "*" }, owner.token);
     expect(ids(big)).toEqual([1, 2, 5]);
     expect(big.features[0]).toEqual({
@@ -195,9 +211,19 @@ describe("hosted feature layers: storage, query and edits", () => {
     });
     expect(big.geometryType).toBe("esriGeometryPoint");
     expect(big.spatialReference).toMatchObject({ wkid: 4326 });
-    const named = await portal.get(`${cities}/query`, { where: "UPPER(name) LIKE 'B%'", outFields: "name" }, owner.token);
-    expect(named.features).toEqual([{ attributes: { OBJECTID: 2, name: "Bergen" }, geometry: { x: 5.32, y: 60.39 } }]);
-    const noGeometry = await portal.get(`${cities}/query`, { objectIds: "3,4", returnGeometry: false }, owner.token);
+    const named = await portal.get(
+      `${cities}/query`,
+      { where: "UPPER(name) LIKE 'B%'", outFields: "name" },
+      owner.token,
+    );
+    expect(named.features).toEqual([
+      { attributes: { OBJECTID: 2, name: "Bergen" }, geometry: { x: 5.32, y: 60.39 } },
+    ]);
+    const noGeometry = await portal.get(
+      `${cities}/query`,
+      { objectIds: "3,4", returnGeometry: false },
+      owner.token,
+    );
     expect(noGeometry.features).toEqual([{ attributes: { OBJECTID: 3 } }, { attributes: { OBJECTID: 4 } }]);
   });
 
@@ -210,17 +236,37 @@ describe("hosted feature layers: storage, query and edits", () => {
     expect(norway).toEqual({ objectIdFieldName: "OBJECTID", objectIds: [1, 2] });
     const pacific = await portal.get(
       `${cities}/query`,
-      { geometry: JSON.stringify({ xmin: 170, ymin: -30, xmax: -165, ymax: 0 }), geometryType: "esriGeometryEnvelope", inSR: 4326 },
+      {
+        geometry: JSON.stringify({ xmin: 170, ymin: -30, xmax: -165, ymax: 0 }),
+        geometryType: "esriGeometryEnvelope",
+        inSR: 4326,
+      },
       owner.token,
     );
     expect(ids(pacific)).toEqual([3, 4]);
-    const inHole = await portal.get(`${parks}/query`, { geometry: "5,5", geometryType: "esriGeometryPoint", outFields: "label" }, owner.token);
+    const inHole = await portal.get(
+      `${parks}/query`,
+      { geometry: "5,5", geometryType: "esriGeometryPoint", outFields: "label" },
+      owner.token,
+    );
     expect(inHole.features).toEqual([]);
-    const inPark = await portal.get(`${parks}/query`, { geometry: "2,2", geometryType: "esriGeometryPoint", outFields: "label", returnGeometry: false }, owner.token);
+    const inPark = await portal.get(
+      `${parks}/query`,
+      { geometry: "2,2", geometryType: "esriGeometryPoint", outFields: "label", returnGeometry: false },
+      owner.token,
+    );
     expect(inPark.features).toEqual([{ attributes: { OBJECTID: 1, label: "A" } }]);
-    const both = await portal.get(`${parks}/query`, { geometry: "9,9,21,11", returnIdsOnly: true }, owner.token);
+    const both = await portal.get(
+      `${parks}/query`,
+      { geometry: "9,9,21,11", returnIdsOnly: true },
+      owner.token,
+    );
     expect(both.objectIds).toEqual([1, 2]);
-    const between = await portal.get(`${parks}/query`, { geometry: "11,0,19,10", returnIdsOnly: true }, owner.token);
+    const between = await portal.get(
+      `${parks}/query`,
+      { geometry: "11,0,19,10", returnIdsOnly: true },
+      owner.token,
+    );
     expect(between.objectIds).toEqual([]);
   });
 
@@ -238,7 +284,13 @@ describe("hosted feature layers: storage, query and edits", () => {
     const page = (offset: number) =>
       portal.get(
         `${cities}/query`,
-        { where: "1=1", orderByFields: "pop DESC", resultOffset: offset, resultRecordCount: 2, returnGeometry: false },
+        {
+          where: "1=1",
+          orderByFields: "pop DESC",
+          resultOffset: offset,
+          resultRecordCount: 2,
+          returnGeometry: false,
+        },
         owner.token,
       );
     const first = await page(0);
@@ -253,13 +305,24 @@ describe("hosted feature layers: storage, query and edits", () => {
   });
 
   it("answers extents, distinct values and statistics", async () => {
-    const extent = await portal.get(`${cities}/query`, { where: "1=1", returnExtentOnly: true, returnCountOnly: true }, owner.token);
+    const extent = await portal.get(
+      `${cities}/query`,
+      { where: "1=1", returnExtentOnly: true, returnCountOnly: true },
+      owner.token,
+    );
     expect(extent).toEqual({
       count: 5,
       extent: { xmin: -171.76, ymin: -18.14, xmax: 178.44, ymax: 60.39, spatialReference: { wkid: 4326 } },
     });
-    const distinct = await portal.get(`${cities}/query`, { where: "1=1", outFields: "kind", returnDistinctValues: true, returnGeometry: false }, owner.token);
-    expect(distinct.features).toEqual([{ attributes: { kind: "capital" } }, { attributes: { kind: "city" } }]);
+    const distinct = await portal.get(
+      `${cities}/query`,
+      { where: "1=1", outFields: "kind", returnDistinctValues: true, returnGeometry: false },
+      owner.token,
+    );
+    expect(distinct.features).toEqual([
+      { attributes: { kind: "capital" } },
+      { attributes: { kind: "city" } },
+    ]);
     const stats = await portal.get(
       `${cities}/query`,
       {
@@ -286,8 +349,18 @@ describe("hosted feature layers: storage, query and edits", () => {
     expect(answer).toEqual({
       type: "FeatureCollection",
       features: [
-        { type: "Feature", id: 3, geometry: { type: "Point", coordinates: [178.44, -18.14] }, properties: { OBJECTID: 3, name: "Suva" } },
-        { type: "Feature", id: 4, geometry: { type: "Point", coordinates: [-171.76, -13.83] }, properties: { OBJECTID: 4, name: "Apia" } },
+        {
+          type: "Feature",
+          id: 3,
+          geometry: { type: "Point", coordinates: [178.44, -18.14] },
+          properties: { OBJECTID: 3, name: "Suva" },
+        },
+        {
+          type: "Feature",
+          id: 4,
+          geometry: { type: "Point", coordinates: [-171.76, -13.83] },
+          properties: { OBJECTID: 4, name: "Apia" },
+        },
       ],
     });
   });
@@ -297,15 +370,25 @@ describe("hosted feature layers: storage, query and edits", () => {
     expect(unknown.error).toMatchObject({ code: 400 });
     expect(JSON.stringify(unknown.error)).toContain("where");
     expect(JSON.stringify(unknown.error)).toContain("nope");
-    const injection = await portal.get(`${cities}/query`, { where: "1=1; DELETE FROM items --" }, owner.token);
+    const injection = await portal.get(
+      `${cities}/query`,
+      { where: "1=1; DELETE FROM items --" },
+      owner.token,
+    );
     expect(injection.error.code).toBe(400);
-    const badField = await portal.get(`${cities}/query`, { where: "1=1", outFields: "name,height" }, owner.token);
+    const badField = await portal.get(
+      `${cities}/query`,
+      { where: "1=1", outFields: "name,height" },
+      owner.token,
+    );
     expect(JSON.stringify(badField.error)).toContain("outFields");
     const badGeometry = await portal.get(`${cities}/query`, { geometry: "{not json" }, owner.token);
     expect(JSON.stringify(badGeometry.error)).toContain("geometry");
     const badSr = await portal.get(`${cities}/query`, { where: "1=1", outSR: "999999" }, owner.token);
     expect(JSON.stringify(badSr.error)).toContain("outSR");
-    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual({ count: 5 });
+    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual(
+      { count: 5 },
+    );
   });
 
   it("rolls back a whole batch when one feature fails, and keeps the good ones without rollbackOnFailure", async () => {
@@ -314,26 +397,55 @@ describe("hosted feature layers: storage, query and edits", () => {
       { attributes: { name: "Nowhere", pop: "many", kind: "capital" }, geometry: { x: 0, y: 0 } },
       { attributes: { name: "Cusco", pop: 430, kind: "town" }, geometry: { x: -71.97, y: -13.53 } },
     ];
-    const undone = await portal.post(`${cities}/applyEdits`, { adds: batch, rollbackOnFailure: true }, owner.token);
-    expect(undone.addResults.map((r: { success: boolean; error?: { code: number } }) => [r.success, r.error?.code])).toEqual([
+    const undone = await portal.post(
+      `${cities}/applyEdits`,
+      { adds: batch, rollbackOnFailure: true },
+      owner.token,
+    );
+    expect(
+      undone.addResults.map((r: { success: boolean; error?: { code: number } }) => [
+        r.success,
+        r.error?.code,
+      ]),
+    ).toEqual([
       [false, 1003],
       [false, 1016],
       [false, 1016],
     ]);
-    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual({ count: 5 });
-    const partial = await portal.post(`${cities}/applyEdits`, { adds: batch, rollbackOnFailure: false }, owner.token);
-    expect(partial.addResults.map((r: { success: boolean; objectId: number | null }) => [r.success, r.objectId])).toEqual([
+    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual(
+      { count: 5 },
+    );
+    const partial = await portal.post(
+      `${cities}/applyEdits`,
+      { adds: batch, rollbackOnFailure: false },
+      owner.token,
+    );
+    expect(
+      partial.addResults.map((r: { success: boolean; objectId: number | null }) => [r.success, r.objectId]),
+    ).toEqual([
       [true, 6],
       [false, null],
       [false, null],
     ]);
-    const lima = await portal.get(`${cities}/query`, { where: "name = 'Lima'", outFields: "pop" }, owner.token);
-    expect(lima.features).toEqual([{ attributes: { OBJECTID: 6, pop: 10000 }, geometry: { x: -77.04, y: -12.05 } }]);
+    const lima = await portal.get(
+      `${cities}/query`,
+      { where: "name = 'Lima'", outFields: "pop" },
+      owner.token,
+    );
+    expect(lima.features).toEqual([
+      { attributes: { OBJECTID: 6, pop: 10000 }, geometry: { x: -77.04, y: -12.05 } },
+    ]);
     // Object ids are never reused: the rolled-back batch took none that a later add could not have.
     const deleted = await portal.post(`${cities}/deleteFeatures`, { objectIds: "6,99" }, owner.token);
     expect(deleted.deleteResults).toEqual([
       { objectId: 6, uniqueId: 6, globalId: null, success: true },
-      { objectId: 99, uniqueId: 99, globalId: null, success: false, error: { code: 1011, description: "Object is missing." } },
+      {
+        objectId: 99,
+        uniqueId: 99,
+        globalId: null,
+        success: false,
+        error: { code: 1011, description: "Object is missing." },
+      },
     ]);
   });
 
@@ -346,7 +458,10 @@ describe("hosted feature layers: storage, query and edits", () => {
     );
     expect(updated.updateResults).toEqual([{ objectId: 2, uniqueId: 2, globalId: null, success: true }]);
     const bergen = await portal.get(`${cities}/2`, {}, owner.token);
-    expect(bergen.feature).toMatchObject({ attributes: { OBJECTID: 2, name: "Bergen", pop: 290 }, geometry: { x: 5.33, y: 60.4 } });
+    expect(bergen.feature).toMatchObject({
+      attributes: { OBJECTID: 2, name: "Bergen", pop: 290 },
+      geometry: { x: 5.33, y: 60.4 },
+    });
     const after = (await portal.get(cities, {}, owner.token)).editingInfo.lastEditDate;
     expect(after).toBeGreaterThan(before);
     // Put it back for the other tests.
@@ -359,15 +474,22 @@ describe("hosted feature layers: storage, query and edits", () => {
 
   it("applies service-level edits to several layers in one transaction", async () => {
     const edits = [
-      { id: 0, adds: [{ attributes: { name: "Nuuk", pop: 19, kind: "capital" }, geometry: { x: -51.72, y: 64.18 } }] },
+      {
+        id: 0,
+        adds: [{ attributes: { name: "Nuuk", pop: 19, kind: "capital" }, geometry: { x: -51.72, y: 64.18 } }],
+      },
       { id: 1, adds: [{ attributes: { label: "broken" }, geometry: { x: 1, y: 1 } }] },
     ];
     const undone = await portal.post(`${services}/Places/FeatureServer/applyEdits`, { edits }, owner.token);
-    expect(undone.map((l: { id: number; addResults: { success: boolean }[] }) => [l.id, l.addResults[0]?.success])).toEqual([
+    expect(
+      undone.map((l: { id: number; addResults: { success: boolean }[] }) => [l.id, l.addResults[0]?.success]),
+    ).toEqual([
       [0, false],
       [1, false],
     ]);
-    expect(await portal.get(`${cities}/query`, { where: "name = 'Nuuk'", returnCountOnly: true }, owner.token)).toEqual({ count: 0 });
+    expect(
+      await portal.get(`${cities}/query`, { where: "name = 'Nuuk'", returnCountOnly: true }, owner.token),
+    ).toEqual({ count: 0 });
   });
 
   it("hides an unshared layer from others, and lets members query but not edit once shared", async () => {
@@ -378,12 +500,20 @@ describe("hosted feature layers: storage, query and edits", () => {
     const unseen = await portal.get(`${cities}/query`, { where: "1=1" }, member.token);
     expect(unseen.error.code).toBe(400);
     const item = (await portal.get(`${services}/Places/FeatureServer`, {}, owner.token)).serviceItemId;
-    const shared = await portal.post(`/content/users/${owner.username}/shareItems`, { items: item, org: true }, owner.token);
+    const shared = await portal.post(
+      `/content/users/${owner.username}/shareItems`,
+      { items: item, org: true },
+      owner.token,
+    );
     expect(shared.results[0].success).toBe(true);
-    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, member.token)).toEqual({ count: 5 });
+    expect(
+      await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, member.token),
+    ).toEqual({ count: 5 });
     const refused = await portal.post(`${cities}/deleteFeatures`, { objectIds: "1" }, member.token);
     expect(refused.error.code).toBe(403);
-    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, member.token)).toEqual({ count: 5 });
+    expect(
+      await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, member.token),
+    ).toEqual({ count: 5 });
   });
 
   it("drops a layer's data with deleteFromDefinition and the service's with its item", async () => {
@@ -398,7 +528,11 @@ describe("hosted feature layers: storage, query and edits", () => {
       owner.token,
     );
     const layer = `${services}/Scratch/FeatureServer/0`;
-    await portal.post(`${layer}/addFeatures`, { features: [{ attributes: {}, geometry: { x: 1, y: 2 } }] }, owner.token);
+    await portal.post(
+      `${layer}/addFeatures`,
+      { features: [{ attributes: {}, geometry: { x: 1, y: 2 } }] },
+      owner.token,
+    );
     const db = portal.portico.services.db;
     const tables = async () =>
       (
@@ -412,11 +546,19 @@ describe("hosted feature layers: storage, query and edits", () => {
     // The table itself, not only its entry, goes with the layer.
     const exists = async (table: string) =>
       engine === "postgres"
-        ? (await sql<{ t: string | null }>`SELECT to_regclass(${table})::text AS t`.execute(db.kysely)).rows[0]?.t !== null
-        : (await sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master WHERE name = ${table}`.execute(db.kysely)).rows[0]
-            ?.n === 1;
+        ? (await sql<{ t: string | null }>`SELECT to_regclass(${table})::text AS t`.execute(db.kysely))
+            .rows[0]?.t !== null
+        : (
+            await sql<{ n: number }>`SELECT count(*) AS n FROM sqlite_master WHERE name = ${table}`.execute(
+              db.kysely,
+            )
+          ).rows[0]?.n === 1;
     expect(await exists(`fl_${created.itemId}_0`)).toBe(true);
-    await portal.post(`${admin}/Scratch/FeatureServer/deleteFromDefinition`, { deleteFromDefinition: { layers: [{ id: 0 }] } }, owner.token);
+    await portal.post(
+      `${admin}/Scratch/FeatureServer/deleteFromDefinition`,
+      { deleteFromDefinition: { layers: [{ id: 0 }] } },
+      owner.token,
+    );
     expect(await tables()).toEqual([]);
     expect(await exists(`fl_${created.itemId}_0`)).toBe(false);
     await portal.post(
@@ -424,9 +566,17 @@ describe("hosted feature layers: storage, query and edits", () => {
       { addToDefinition: { layers: [{ name: "Again", geometryType: "esriGeometryPoint" }] } },
       owner.token,
     );
-    const again = await portal.get(`${services}/Scratch/FeatureServer/1/query`, { where: "1=1", returnCountOnly: true }, owner.token);
+    const again = await portal.get(
+      `${services}/Scratch/FeatureServer/1/query`,
+      { where: "1=1", returnCountOnly: true },
+      owner.token,
+    );
     expect(again).toEqual({ count: 0 });
-    const deleted = await portal.post(`/content/users/${owner.username}/items/${created.itemId}/delete`, {}, owner.token);
+    const deleted = await portal.post(
+      `/content/users/${owner.username}/items/${created.itemId}/delete`,
+      {},
+      owner.token,
+    );
     expect(deleted.success).toBe(true);
     expect(await tables()).toEqual([]);
     expect(await exists(`fl_${created.itemId}_1`)).toBe(false);

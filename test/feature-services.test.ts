@@ -369,7 +369,9 @@ describe("createService and hosted feature services", () => {
   it("refuses addToDefinition with a taken id or name, a nameless layer, or another spatial reference", async () => {
     await create("Checked");
     await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "One", id: 1, geometryType: "esriGeometryPoint", spatialReference: { wkid: 3857 } }] },
+      addToDefinition: {
+        layers: [{ name: "One", id: 1, geometryType: "esriGeometryPoint", spatialReference: { wkid: 3857 } }],
+      },
     });
     const takenId = await admin("Checked", "addToDefinition", {
       addToDefinition: { tables: [{ name: "T", id: 1 }] },
@@ -401,12 +403,16 @@ describe("createService and hosted feature services", () => {
     expect(badField.error.message).toContain('"bad name"');
     expect(nameless.error.message).toContain("'name'");
     const otherSr = await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "Two", geometryType: "esriGeometryPoint", spatialReference: { wkid: 4326 } }] },
+      addToDefinition: {
+        layers: [{ name: "Two", geometryType: "esriGeometryPoint", spatialReference: { wkid: 4326 } }],
+      },
     });
     expect(otherSr.error.message).toContain("4326");
     // Web Mercator's old wkid names the same spatial reference.
     const sameSr = await admin("Checked", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "Three", geometryType: "esriGeometryPoint", spatialReference: { wkid: 102100 } }] },
+      addToDefinition: {
+        layers: [{ name: "Three", geometryType: "esriGeometryPoint", spatialReference: { wkid: 102100 } }],
+      },
     });
     expect(sameSr.success).toBe(true);
   });
@@ -433,7 +439,12 @@ describe("createService and hosted feature services", () => {
   it("removes layers with deleteFromDefinition and names an id that does not exist", async () => {
     const r = await create("Prunable");
     await admin("Prunable", "addToDefinition", {
-      addToDefinition: { layers: [{ name: "A", geometryType: "esriGeometryPoint" }, { name: "B", geometryType: "esriGeometryPoint" }] },
+      addToDefinition: {
+        layers: [
+          { name: "A", geometryType: "esriGeometryPoint" },
+          { name: "B", geometryType: "esriGeometryPoint" },
+        ],
+      },
     });
     const ok = await admin("Prunable", "deleteFromDefinition", {
       deleteFromDefinition: { layers: [{ id: 0 }] },
@@ -479,7 +490,9 @@ describe("createService and hosted feature services", () => {
     ]);
     expect(events.every((e) => e.source === "item" && e.actor_username === publisher.username)).toBe(true);
 
-    await admin("Evented", "addToDefinition", { addToDefinition: { layers: [{ name: "L", geometryType: "esriGeometryPoint" }] } });
+    await admin("Evented", "addToDefinition", {
+      addToDefinition: { layers: [{ name: "L", geometryType: "esriGeometryPoint" }] },
+    });
     await admin("Evented", "updateDefinition", { updateDefinition: { maxRecordCount: 10 } });
     await admin("Evented", "deleteFromDefinition", { deleteFromDefinition: { layers: [{ id: 0 }] } });
     await admin("Evented", "deleteFromDefinition", { deleteFromDefinition: { layers: [{ id: 0 }] } });

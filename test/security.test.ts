@@ -974,9 +974,12 @@ const SETUP: Record<string, Setup> = {
   "featureServer.feature": async (ctx) => {
     const setup = await readService({ layerId: "0" })(ctx);
     const name = (setup.path as { name: string }).name;
-    const added = await asAdmin(`${portal.portico.address}/rest/services/${name}/FeatureServer/0/addFeatures`, {
-      features: [{ attributes: {}, geometry: { x: 1, y: 2 } }],
-    });
+    const added = await asAdmin(
+      `${portal.portico.address}/rest/services/${name}/FeatureServer/0/addFeatures`,
+      {
+        features: [{ attributes: {}, geometry: { x: 1, y: 2 } }],
+      },
+    );
     return { path: { ...setup.path, objectId: String(added.addResults[0].objectId) } };
   },
   "featureServer.applyEdits": async (ctx) => ({

@@ -1,8 +1,5 @@
 import type { Caller } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
-import type { Bounds } from "./geometry/esri-json.js";
-import { layerResource } from "./layer-resource.js";
-import { layerStates } from "./layer-store.js";
 import { errors } from "../errors.js";
 import {
   applyLayerEdits,
@@ -13,7 +10,10 @@ import {
 } from "./edits/apply-edits.js";
 import { type DeleteIds, parseDeletes, parseFeatureList } from "./edits/values.js";
 import type { FeatureServiceService, ServiceRow } from "./feature-service.service.js";
+import type { Bounds } from "./geometry/esri-json.js";
+import { layerResource } from "./layer-resource.js";
 import { fieldNamed, type LayerField, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
+import { layerStates } from "./layer-store.js";
 import { type AnswerFormat, queryAnswer } from "./query/answer.js";
 import { type LayerQuery, type QueryParams, readLayerQuery, readObjectIds } from "./query/layer-query.js";
 import { type QueryContext, runQuery } from "./query/run-query.js";
@@ -90,7 +90,11 @@ export class FeatureDataService {
    * The layer or table resource, telling the truth about what it stores and answers: its fields,
    * the query formats and capabilities, the current extent of its features, its edit dates.
    */
-  async layerResource(caller: Caller | null, name: string, layerId: string): Promise<Record<string, unknown>> {
+  async layerResource(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+  ): Promise<Record<string, unknown>> {
     const open = await this.open(caller, name, layerId);
     const state = (await layerStates(this.db.kysely, open.row.item_id)).get(open.schema.id);
     const lastEdit = state?.lastEditDate ?? open.row.modified;

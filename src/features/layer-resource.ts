@@ -60,7 +60,8 @@ export function defaultDrawingInfo(geometryType: string | undefined): Record<str
 export function layerResource(input: LayerResourceInput): Record<string, unknown> {
   const { service, definition, schema } = input;
   const d = service.definition;
-  const spatialReference = schema.spatialReference ?? d.spatialReference ?? { wkid: 102100, latestWkid: 3857 };
+  const spatialReference = schema.spatialReference ??
+    d.spatialReference ?? { wkid: 102100, latestWkid: 3857 };
   const isLayer = schema.kind === "layer";
   const extent = input.extent
     ? { ...input.extent, spatialReference }
@@ -85,14 +86,18 @@ export function layerResource(input: LayerResourceInput): Record<string, unknown
     objectIdField: schema.objectIdField.name,
     uniqueIdField: { name: schema.objectIdField.name, isSystemMaintained: true },
     globalIdField: schema.globalIdField?.name ?? "",
-    displayField: definition.displayField ?? schema.fields.find((f) => f.type === "esriFieldTypeString")?.name ?? schema.objectIdField.name,
+    displayField:
+      definition.displayField ??
+      schema.fields.find((f) => f.type === "esriFieldTypeString")?.name ??
+      schema.objectIdField.name,
     capabilities,
     supportedQueryFormats: d.supportedQueryFormats ?? "JSON",
     maxRecordCount: input.limits.maxRecordCount,
     standardMaxRecordCount: input.limits.standardMaxRecordCount,
     tileMaxRecordCount: input.limits.tileMaxRecordCount,
     maxRecordCountFactor: 1,
-    allowGeometryUpdates: (definition.allowGeometryUpdates as boolean | undefined) ?? d.allowGeometryUpdates ?? true,
+    allowGeometryUpdates:
+      (definition.allowGeometryUpdates as boolean | undefined) ?? d.allowGeometryUpdates ?? true,
     hasAttachments: definition.hasAttachments === true,
     supportsRollbackOnFailureParameter: true,
     supportsApplyEditsWithGlobalIds: schema.globalIdField !== undefined,

@@ -9,7 +9,7 @@ import {
 } from "../geometry/projection.js";
 import { fieldJson, type LayerSchema } from "../layer-schema.js";
 import { encodeQueryPbf } from "../output/pbf.js";
-import { gridOf, quantizeGeometry, transformJson } from "../output/quantize.js";
+import { gridOf, type QuantizableGeometry, quantizeGeometry, transformJson } from "../output/quantize.js";
 import { type LayerQuery, layerReference } from "./layer-query.js";
 import type { FeatureRow, QueryResult } from "./run-query.js";
 
@@ -221,9 +221,10 @@ export function queryAnswer(
         fields: query.outFields.map((f) => ({ name: f.name, type: f.type, alias: f.alias })),
         exceededTransferLimit: result.exceeded,
         ...(query.quantization ? { quantization: query.quantization } : {}),
+        // Stored geometries are never envelopes (layer-schema.ts refuses such layers).
         features: features.map((f) => ({
           attributes: f.attributes,
-          geometry: f.geometry,
+          geometry: f.geometry as QuantizableGeometry | null,
           ...(f.centroid !== undefined ? { centroid: f.centroid } : {}),
         })),
       }),
