@@ -298,6 +298,7 @@ async function startPortico(engine: Engine, store: Store): Promise<ServerProcess
       ...ADMIN_ENV,
       PORTICO_PORT: String(port),
       PORTICO_HOST: "127.0.0.1",
+      PORTICO_HTTPS_PORT: "off",
       PORTICO_LOG_LEVEL: "warn",
       // The delivery case's receiver and the sync case's other portal listen on loopback, which the
       // address guard refuses by default.

@@ -1,10 +1,13 @@
+import type https from "node:https";
+import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { generatePassword } from "./auth/password.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
 import { migrateToLatest } from "./db/migrate.js";
-import { buildServer } from "./http/server.js";
+import { addHttpsListener, buildServer } from "./http/server.js";
+import { certificateNames, loadOrCreateSelfSigned, type SelfSigned } from "./http/tls.js";
 import { Metrics } from "./observability/metrics.js";
 import { OutboundGuard } from "./outbound/guard.js";
 import { createServices, type Services } from "./services.js";
@@ -17,7 +20,9 @@ export interface Portico {
   db: Db;
   /** The address the server listens on, e.g. `http://127.0.0.1:7080`. */
   address: string;
-  /** The external base URL (`PORTICO_PUBLIC_URL`, or the listening address). */
+  /** The address of the HTTPS listener, e.g. `https://127.0.0.1:7443`; undefined when it is off. */
+  httpsAddress: string | undefined;
+  /** The external base URL (`PORTICO_PUBLIC_URL`, or the HTTPS address, or the HTTP address). */
   publicUrl: string;
   close(): Promise<void>;
 }
@@ -28,7 +33,10 @@ export interface StartOptions {
   schema?: string;
   /** Logger settings for Fastify; `false` silences it (tests). */
   logger?: boolean | object;
-  /** Where to print the generated first-administrator password; defaults to stdout. */
+  /**
+   * Where to print the generated first-administrator password and the generated certificate's
+   * fingerprint; defaults to stdout.
+   */
   announce?: (text: string) => void;
 }
 
@@ -57,8 +65,10 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
   try {
     await migrateToLatest(db);
     let address = "";
-    // Known once listening (port 0 picks it then); read when asked.
-    const publicUrl = () => config.publicUrl ?? address;
+    let httpsAddress: string | undefined;
+    // Known once listening (port 0 picks it then); read when asked. HTTPS first: clients that are
+    // handed an http URL may rewrite it to https and the HTTPS port anyway (the ArcGIS Maps SDK).
+    const publicUrl = () => config.publicUrl ?? httpsAddress ?? address;
     const guard = new OutboundGuard(config.outboundAllow);
     let logError = (err: unknown, what: string) => reportError(new Error(`${what}: ${String(err)}`));
     const services = createServices(db, {
@@ -70,7 +80,9 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       onError: (err, what) => logError(err, what),
     });
     await services.portal.ensureOrganization();
-    await ensureFirstAdministrator(services, config, options.announce ?? ((t) => process.stdout.write(t)));
+    const announce = options.announce ?? ((t: string) => process.stdout.write(t));
+    await ensureFirstAdministrator(services, config, announce);
+    const tls = await tlsMaterial(config, announce);
 
     const metrics = new Metrics(db, { engine: db.engine, version: PORTICO_VERSION });
     const app = await buildServer({
@@ -80,6 +92,13 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       logger: options.logger ?? true,
       publicUrl,
     });
+    const secure = tls ? addHttpsListener(app, tls, config) : undefined;
+    if (tls && "notAfter" in tls && tls.notAfter.getTime() < Date.now() + 30 * 86_400_000) {
+      app.log.warn(
+        { certificate: tls.certFile, notAfter: tls.notAfter.toISOString() },
+        "the self-signed HTTPS certificate expires within 30 days (or has expired): remove its directory to have a new one made at the next start, and trust that one instead",
+      );
+    }
     reportAvailability = (change) => {
       if (change.state === "lost") {
         app.log.error(
@@ -104,7 +123,17 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       onError: (err, what) => logError(err, what),
       onOutcome: (outcome, count) => metrics.delivery(outcome, count),
     });
-    await app.listen({ port: config.port, host: config.host });
+    // HTTPS first: once plain HTTP answers, every URL handed out is already the HTTPS one.
+    await app.ready();
+    if (secure && config.httpsPort !== undefined) {
+      httpsAddress = await listenHttps(app, secure, config.httpsPort, config.httpsHost);
+    }
+    try {
+      await app.listen({ port: config.port, host: config.host });
+    } catch (err) {
+      await app.close();
+      throw err;
+    }
     const addr = app.server.address();
     const port = typeof addr === "object" && addr ? addr.port : config.port;
     const host = config.host.includes(":") ? `[${config.host}]` : config.host;
@@ -124,6 +153,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       services,
       db,
       address,
+      httpsAddress,
       publicUrl: publicUrl(),
       async close() {
         clearInterval(purge);
@@ -144,6 +174,48 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     await db.close();
     throw err;
   }
+}
+
+/**
+ * The HTTPS listener's certificate: the operator's, or the self-signed one in the data directory,
+ * made (and its fingerprint shown, to compare with what a browser shows) at the first start.
+ */
+async function tlsMaterial(
+  config: Config,
+  announce: (text: string) => void,
+): Promise<{ cert: string; key: string } | SelfSigned | undefined> {
+  if (config.httpsPort === undefined) return undefined;
+  if (config.tls) return config.tls;
+  const made = await loadOrCreateSelfSigned(path.join(config.dataDir, "tls"), certificateNames(config));
+  if (made.created) {
+    announce(
+      `\nportico: created a self-signed certificate for HTTPS.\n  certificate: ${made.certFile}\n` +
+        `  SHA-256 fingerprint: ${made.fingerprint}\n` +
+        "Trust this certificate in your browser or system to use HTTPS without warnings (see the README), or set PORTICO_TLS_CERT and PORTICO_TLS_KEY.\n\n",
+    );
+  }
+  return made;
+}
+
+/** Listens for HTTPS and returns the address; on failure stops the application again. */
+async function listenHttps(app: FastifyInstance, server: https.Server, port: number, host: string) {
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen({ port, host }, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    await app.close();
+    throw new Error(
+      `HTTPS cannot listen on ${host} port ${port} (PORTICO_HTTPS_PORT): ${(err as Error).message}`,
+    );
+  }
+  const addr = server.address();
+  const bound = typeof addr === "object" && addr ? addr.port : port;
+  return `https://${host.includes(":") ? `[${host}]` : host}:${bound}`;
 }
 
 /**

@@ -1,3 +1,5 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
+import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import ipaddr from "ipaddr.js";
@@ -11,8 +13,21 @@ export interface Config {
   port: number;
   host: string;
   /**
+   * Port of the HTTPS listener, which serves the same application as the HTTP one; undefined when
+   * HTTPS is off. ArcGIS clients (the Maps SDK) rewrite a portal's `http:` URL to `https:` and
+   * port 7080 to 7443, so a developer's portal answers on both by default.
+   */
+  httpsPort: number | undefined;
+  httpsHost: string;
+  /**
+   * The operator's certificate (PEM, chain allowed) and its unencrypted private key, read and
+   * checked at start-up; undefined means a self-signed certificate kept in `<dataDir>/tls`.
+   */
+  tls: { certFile: string; keyFile: string; cert: string; key: string } | undefined;
+  /**
    * External base URL, without trailing slash, used in every URL the server hands out. Undefined
-   * means `http://HOST:PORT` of the listening socket (known only once listening, for port 0).
+   * means the listening socket's address (known only once listening, for port 0): HTTPS's when it
+   * is on, `http://HOST:PORT` otherwise.
    */
   publicUrl: string | undefined;
   /** Prefix before `/sharing/rest`, either "" or "/something" without trailing slash. */
@@ -91,6 +106,10 @@ export class ConfigError extends Error {
 const SETTINGS = {
   port: { env: "PORTICO_PORT", flag: "port" },
   host: { env: "PORTICO_HOST", flag: "host" },
+  httpsPort: { env: "PORTICO_HTTPS_PORT", flag: "https-port" },
+  httpsHost: { env: "PORTICO_HTTPS_HOST", flag: "https-host" },
+  tlsCert: { env: "PORTICO_TLS_CERT", flag: "tls-cert" },
+  tlsKey: { env: "PORTICO_TLS_KEY", flag: "tls-key" },
   publicUrl: { env: "PORTICO_PUBLIC_URL", flag: "public-url" },
   contextPath: { env: "PORTICO_CONTEXT_PATH", flag: "context-path" },
   dataDir: { env: "PORTICO_DATA_DIR", flag: "data-dir" },
@@ -153,10 +172,15 @@ export function loadConfig(
     return { value: fromEnv === "" ? undefined : fromEnv, name: s.env };
   };
 
-  const port = parsePort(raw("port"));
-  const hostSetting = raw("host");
-  const host = hostSetting.value ?? "127.0.0.1";
-  if (!/^[A-Za-z0-9.:[\]-]+$/.test(host)) throw new ConfigError(hostSetting.name, `not a host name: ${host}`);
+  const port = parsePort(raw("port"), 7080);
+  const host = parseHost(raw("host"), "127.0.0.1");
+  const httpsPortSetting = raw("httpsPort");
+  const httpsPort = httpsPortSetting.value === "off" ? undefined : parsePort(httpsPortSetting, 7443);
+  if (httpsPort !== undefined && httpsPort !== 0 && httpsPort === port) {
+    throw new ConfigError(httpsPortSetting.name, `must differ from the HTTP port (${port}), or be off`);
+  }
+  const httpsHost = parseHost(raw("httpsHost"), host);
+  const tls = readTls(raw("tlsCert"), raw("tlsKey"), httpsPort !== undefined, cwd);
 
   const contextPath = parseContextPath(raw("contextPath"));
   const publicUrl = parsePublicUrl(raw("publicUrl"));
@@ -195,6 +219,9 @@ export function loadConfig(
   return {
     port,
     host,
+    httpsPort,
+    httpsHost,
+    tls,
     publicUrl,
     contextPath,
     dataDir,
@@ -225,12 +252,66 @@ export function loadConfig(
 /** Usernames follow the ArcGIS rule: letters, digits and . _ - @, 6 to 128 characters. */
 export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{5,127}$/;
 
-function parsePort({ value, name }: { value: string | undefined; name: string }): number {
-  if (value === undefined) return 7080;
+function parsePort({ value, name }: { value: string | undefined; name: string }, fallback: number): number {
+  if (value === undefined) return fallback;
   if (!/^\d+$/.test(value)) throw new ConfigError(name, `not a port number: ${value}`);
   const port = Number(value);
   if (port > 65535) throw new ConfigError(name, `must be between 0 and 65535, got ${value}`);
   return port;
+}
+
+function parseHost({ value, name }: { value: string | undefined; name: string }, fallback: string): string {
+  const host = value ?? fallback;
+  if (!/^[A-Za-z0-9.:[\]-]+$/.test(host)) throw new ConfigError(name, `not a host name: ${host}`);
+  return host;
+}
+
+type Raw = { value: string | undefined; name: string };
+
+/**
+ * Reads the operator's certificate and key, so that a wrong path, a file that is not PEM, an
+ * encrypted key or a key of another certificate stops the start naming the setting, instead of
+ * failing later inside the TLS listener.
+ */
+function readTls(certSetting: Raw, keySetting: Raw, httpsOn: boolean, cwd: string): Config["tls"] {
+  if (certSetting.value === undefined && keySetting.value === undefined) return undefined;
+  if (certSetting.value === undefined || keySetting.value === undefined) {
+    throw new ConfigError(
+      certSetting.value === undefined ? certSetting.name : keySetting.name,
+      "set both PORTICO_TLS_CERT and PORTICO_TLS_KEY, or neither (for a self-signed certificate)",
+    );
+  }
+  if (!httpsOn) throw new ConfigError(certSetting.name, "is set but HTTPS is off (PORTICO_HTTPS_PORT=off)");
+  const read = ({ value, name }: Raw): { file: string; text: string } => {
+    const file = path.resolve(cwd, value as string);
+    try {
+      return { file, text: fs.readFileSync(file, "utf8") };
+    } catch (err) {
+      throw new ConfigError(name, `cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? err}`);
+    }
+  };
+  const cert = read(certSetting);
+  const key = read(keySetting);
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(cert.text);
+  } catch {
+    throw new ConfigError(certSetting.name, `${cert.file} is not a PEM certificate`);
+  }
+  let privateKey: ReturnType<typeof createPrivateKey>;
+  try {
+    privateKey = createPrivateKey(key.text);
+  } catch {
+    // The error would quote nothing of the key, but say what is accepted instead.
+    throw new ConfigError(keySetting.name, `${key.file} is not an unencrypted PEM private key`);
+  }
+  if (!certificate.checkPrivateKey(privateKey)) {
+    throw new ConfigError(
+      keySetting.name,
+      `${key.file} is not the private key of the certificate in ${cert.file}`,
+    );
+  }
+  return { certFile: cert.file, keyFile: key.file, cert: cert.text, key: key.text };
 }
 
 /**

@@ -51,7 +51,12 @@ async function main(argv: string[]): Promise<number> {
   process.on("SIGINT", () => stop("SIGINT"));
   const portico = await startPortico({ config });
   portico.app.log.info(
-    { address: portico.address, publicUrl: portico.publicUrl, database: portico.db.engine },
+    {
+      address: portico.address,
+      httpsAddress: portico.httpsAddress,
+      publicUrl: portico.publicUrl,
+      database: portico.db.engine,
+    },
     `portico listening at ${portico.publicUrl}${config.contextPath}/sharing/rest`,
   );
   let stopping = false;

@@ -1,5 +1,7 @@
 import fs from "node:fs";
+import https from "node:https";
 import path from "node:path";
+import type { Duplex } from "node:stream";
 import Fastify, {
   type FastifyError,
   type FastifyInstance,
@@ -109,12 +111,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     // a client that reuses a connection the server has just cut sees "other side closed" (seen
     // with Esri's client against a 2 s request timeout, where Node's default promised 5 s).
     keepAliveTimeout: Math.min(5000, (config.requestTimeoutSeconds * 1000) / 2),
-    http: {
-      headersTimeout: config.headersTimeoutSeconds * 1000,
-      // How often Node checks the two timeouts above (30 s by default, which would let a
-      // connection outlive a short timeout by that much).
-      connectionsCheckingInterval: 1000,
-    },
+    http: nodeServerOptions(config),
     // requestId() reads X-Request-Id itself, keeping only sane values.
     requestIdHeader: false,
     genReqId: requestId,
@@ -207,6 +204,58 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     preAuthUploadBudget: new PreAuthBudget(config.preAuthUploadBudgetMB * 1024 * 1024),
   });
   return app;
+}
+
+/** Options of Node's HTTP server that Fastify does not set itself, for both listeners. */
+function nodeServerOptions(config: Pick<Config, "headersTimeoutSeconds">) {
+  return {
+    headersTimeout: config.headersTimeoutSeconds * 1000,
+    // How often Node checks the request and headers timeouts (30 s by default, which would let a
+    // connection outlive a short timeout by that much).
+    connectionsCheckingInterval: 1000,
+  };
+}
+
+/**
+ * A second listener, for HTTPS, that hands its requests to the same application: the same router,
+ * hooks, body limits and error handling, and `request.protocol` is "https" there (TLS sockets are
+ * `encrypted`). Its connections have the timeouts of the HTTP listener's, and `app.close()` stops
+ * both: from the moment it is called new requests on either get 503, and it returns once the
+ * connections of both have ended. Call before the application is ready (hooks cannot be added
+ * after), and listen on the returned server once it is (`await app.ready()`).
+ */
+export function addHttpsListener(
+  app: FastifyInstance,
+  tls: { cert: string; key: string },
+  config: Pick<Config, "headersTimeoutSeconds">,
+): https.Server {
+  const plain = app.server;
+  const server = https.createServer(
+    {
+      cert: tls.cert,
+      key: tls.key,
+      ...nodeServerOptions(config),
+      requestTimeout: plain.requestTimeout,
+      keepAliveTimeout: plain.keepAliveTimeout,
+    },
+    app.routing,
+  );
+  server.setTimeout(plain.timeout);
+  // Fastify answers malformed requests (400, 408, 431) from its clientError handler, bound to the
+  // application; the same handler answers them here.
+  for (const listener of plain.listeners("clientError")) {
+    server.on("clientError", listener as (err: Error, socket: Duplex) => void);
+  }
+  let closed: Promise<void> = Promise.resolve();
+  // preClose runs once the application refuses new requests, before the HTTP listener is closed:
+  // both stop accepting together, and onClose (after the HTTP listener has drained) waits for this
+  // one's connections too.
+  app.addHook("preClose", (done) => {
+    if (server.listening) closed = new Promise((resolve) => server.close(() => resolve()));
+    done();
+  });
+  app.addHook("onClose", async () => closed);
+  return server;
 }
 
 /**

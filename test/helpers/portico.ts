@@ -72,6 +72,8 @@ export function testConfig(store: TestStore, env: Record<string, string> = {}): 
   return loadConfig([], {
     PORTICO_PORT: "0",
     PORTICO_HOST: "127.0.0.1",
+    // Off unless a test turns it on: see run() in process.ts.
+    PORTICO_HTTPS_PORT: "off",
     PORTICO_DATA_DIR: store.dataDir,
     PORTICO_ADMIN_USERNAME: ADMIN.username,
     PORTICO_ADMIN_PASSWORD: ADMIN.password,

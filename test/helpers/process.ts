@@ -29,9 +29,13 @@ export interface Running {
   exited: Promise<number | null>;
 }
 
+/**
+ * HTTPS is off unless a test turns it on (PORTICO_HTTPS_PORT=0): its default port, 7443, would
+ * be bound by every server of the files that run side by side, and the public URL would be HTTPS.
+ */
 export function run(env: Record<string, string>, args: string[] = []): Running {
   const child = spawn(process.execPath, [MAIN, "serve", ...args], {
-    env: { PATH: process.env.PATH ?? "", ...env },
+    env: { PATH: process.env.PATH ?? "", PORTICO_HTTPS_PORT: "off", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
