@@ -132,7 +132,7 @@ describe("hosted feature layers: storage, query and edits", () => {
       },
       owner.token,
     );
-    expect(added.success).toBe(true);
+    expect(added, JSON.stringify(added)).toMatchObject({ success: true });
     cities = `${services}/Places/FeatureServer/0`;
     parks = `${services}/Places/FeatureServer/1`;
     const edits = await portal.post(
@@ -312,7 +312,13 @@ describe("hosted feature layers: storage, query and edits", () => {
     );
     expect(extent).toEqual({
       count: 5,
-      extent: { xmin: -171.76, ymin: -18.14, xmax: 178.44, ymax: 60.39, spatialReference: { wkid: 4326 } },
+      extent: {
+        xmin: -171.76,
+        ymin: -18.14,
+        xmax: 178.44,
+        ymax: 60.39,
+        spatialReference: { wkid: 4326, latestWkid: 4326 },
+      },
     });
     const distinct = await portal.get(
       `${cities}/query`,
@@ -436,7 +442,25 @@ describe("hosted feature layers: storage, query and edits", () => {
       { attributes: { OBJECTID: 6, pop: 10000 }, geometry: { x: -77.04, y: -12.05 } },
     ]);
     // Object ids are never reused: the rolled-back batch took none that a later add could not have.
-    const deleted = await portal.post(`${cities}/deleteFeatures`, { objectIds: "6,99" }, owner.token);
+    // A missing id is a failure like any other: with rollbackOnFailure (the default) nothing is deleted.
+    const kept = await portal.post(`${cities}/deleteFeatures`, { objectIds: "6,99" }, owner.token);
+    expect(
+      kept.deleteResults.map((r: { success: boolean; error?: { code: number } }) => [
+        r.success,
+        r.error?.code,
+      ]),
+    ).toEqual([
+      [false, 1003],
+      [false, 1011],
+    ]);
+    expect(await portal.get(`${cities}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual(
+      { count: 6 },
+    );
+    const deleted = await portal.post(
+      `${cities}/deleteFeatures`,
+      { objectIds: "6,99", rollbackOnFailure: false },
+      owner.token,
+    );
     expect(deleted.deleteResults).toEqual([
       { objectId: 6, uniqueId: 6, globalId: null, success: true },
       {
@@ -561,13 +585,15 @@ describe("hosted feature layers: storage, query and edits", () => {
     );
     expect(await tables()).toEqual([]);
     expect(await exists(`fl_${created.itemId}_0`)).toBe(false);
-    await portal.post(
+    const readded = await portal.post(
       `${admin}/Scratch/FeatureServer/addToDefinition`,
       { addToDefinition: { layers: [{ name: "Again", geometryType: "esriGeometryPoint" }] } },
       owner.token,
     );
+    // The freed id is given again, to a new, empty layer.
+    expect(readded.layers).toEqual([{ name: "Again", id: 0 }]);
     const again = await portal.get(
-      `${services}/Scratch/FeatureServer/1/query`,
+      `${services}/Scratch/FeatureServer/0/query`,
       { where: "1=1", returnCountOnly: true },
       owner.token,
     );
@@ -579,6 +605,6 @@ describe("hosted feature layers: storage, query and edits", () => {
     );
     expect(deleted.success).toBe(true);
     expect(await tables()).toEqual([]);
-    expect(await exists(`fl_${created.itemId}_1`)).toBe(false);
+    expect(await exists(`fl_${created.itemId}_0`)).toBe(false);
   });
 });

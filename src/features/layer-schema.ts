@@ -11,7 +11,7 @@ import type { LayerDefinition } from "./service-definition.js";
  * Every field lives in a column of its own, named `f_<lower-case name>` (field names are
  * identifiers, unique regardless of case), so no field can collide with the storage's own columns:
  * `objectid` (the object id field), `shape` (the geometry as Esri JSON, without its spatial reference)
- * and `xmin`, `ymin`, `xmax`, `ymax` (its bounds, for the spatial index and the extent).
+ * and `minx`, `miny`, `maxx`, `maxy` (its bounds, for the spatial index and the extent).
  */
 
 export const FIELD_TYPES: readonly EsriFieldType[] = [

@@ -8,7 +8,7 @@ import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "./l
  *
  * One table per layer, `fl_<service item id>_<layer id>`: the object id (`objectid`), a column per
  * field (`f_<name>`, typed), and for layers the geometry as Esri JSON text (`shape`, without its
- * spatial reference, which is the layer's) with its bounds (`xmin`, `ymin`, `xmax`, `ymax`).
+ * spatial reference, which is the layer's) with its bounds (`minx`, `miny`, `maxx`, `maxy`).
  *
  * The spatial index is over those bounds. SQLite: an R*Tree (`<table>_rt`) kept by triggers, so
  * that no write can forget it; it stores 32-bit floats rounded outwards, so it finds a superset
@@ -34,6 +34,12 @@ export function tableName(itemId: string, layerId: number): string {
 }
 
 const id = (name: string) => sql.id(name);
+
+/**
+ * The bounds of a geometry, in this order. Not `xmin` and friends: PostgreSQL has system columns
+ * by those names.
+ */
+export const BOUNDS_COLUMNS = ["minx", "miny", "maxx", "maxy"] as const;
 
 function columnType(engine: Engine, field: LayerField): string {
   const pg = engine === "postgres";
@@ -73,7 +79,7 @@ export async function createLayerStorage(
   const real = engine === "postgres" ? "double precision" : "REAL";
   if (schema.geometryType) {
     columns.push(sql`${id(SHAPE_COLUMN)} ${sql.raw(engine === "postgres" ? "text" : "TEXT")}`);
-    for (const c of ["xmin", "ymin", "xmax", "ymax"]) columns.push(sql`${id(c)} ${sql.raw(real)}`);
+    for (const c of BOUNDS_COLUMNS) columns.push(sql`${id(c)} ${sql.raw(real)}`);
   }
   await sql`CREATE TABLE ${id(table)} (${sql.join(columns)})`.execute(q);
   if (schema.geometryType) {
@@ -81,25 +87,25 @@ export async function createLayerStorage(
       const rt = `${table}_rt`;
       await sql`CREATE VIRTUAL TABLE ${id(rt)} USING rtree(id, xmin, xmax, ymin, ymax)`.execute(q);
       await sql`
-        CREATE TRIGGER ${id(`${table}_ai`)} AFTER INSERT ON ${id(table)} WHEN new.xmin IS NOT NULL
-        BEGIN INSERT INTO ${id(rt)} VALUES (new.objectid, new.xmin, new.xmax, new.ymin, new.ymax); END
+        CREATE TRIGGER ${id(`${table}_ai`)} AFTER INSERT ON ${id(table)} WHEN new.minx IS NOT NULL
+        BEGIN INSERT INTO ${id(rt)} VALUES (new.objectid, new.minx, new.maxx, new.miny, new.maxy); END
       `.execute(q);
       await sql`
         CREATE TRIGGER ${id(`${table}_ad`)} AFTER DELETE ON ${id(table)}
         BEGIN DELETE FROM ${id(rt)} WHERE id = old.objectid; END
       `.execute(q);
       await sql`
-        CREATE TRIGGER ${id(`${table}_au`)} AFTER UPDATE OF xmin, ymin, xmax, ymax ON ${id(table)}
+        CREATE TRIGGER ${id(`${table}_au`)} AFTER UPDATE OF minx, miny, maxx, maxy ON ${id(table)}
         BEGIN
           DELETE FROM ${id(rt)} WHERE id = old.objectid;
-          INSERT INTO ${id(rt)} SELECT new.objectid, new.xmin, new.xmax, new.ymin, new.ymax
-            WHERE new.xmin IS NOT NULL;
+          INSERT INTO ${id(rt)} SELECT new.objectid, new.minx, new.maxx, new.miny, new.maxy
+            WHERE new.minx IS NOT NULL;
         END
       `.execute(q);
     } else {
       await sql`
         CREATE INDEX ${id(`${table}_box`)} ON ${id(table)}
-        USING gist (box(point(xmin, ymin), point(xmax, ymax)))
+        USING gist (box(point(minx, miny), point(maxx, maxy)))
       `.execute(q);
     }
   }
@@ -253,7 +259,7 @@ export async function insertRows(
   const table = tableName(itemId, schema.id);
   const fields = schema.fields.filter((f) => f.column !== OID_COLUMN);
   const names = [OID_COLUMN, ...fields.map((f) => f.column)];
-  if (schema.geometryType) names.push(SHAPE_COLUMN, "xmin", "ymin", "xmax", "ymax");
+  if (schema.geometryType) names.push(SHAPE_COLUMN, ...BOUNDS_COLUMNS);
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / names.length));
   for (let start = 0; start < rows.length; start += perStatement) {
     const values = rows.slice(start, start + perStatement).map((row) => {
@@ -280,13 +286,13 @@ export async function updateRow(
     ([column, value]) => sql`${id(column)} = ${value}`,
   );
   if (schema.geometryType && row.geometry !== undefined) {
-    const [shape, xmin, ymin, xmax, ymax] = shapeValues(row.geometry);
+    const [shape, minx, miny, maxx, maxy] = shapeValues(row.geometry);
     sets.push(
       sql`${id(SHAPE_COLUMN)} = ${shape}`,
-      sql`xmin = ${xmin}`,
-      sql`ymin = ${ymin}`,
-      sql`xmax = ${xmax}`,
-      sql`ymax = ${ymax}`,
+      sql`minx = ${minx}`,
+      sql`miny = ${miny}`,
+      sql`maxx = ${maxx}`,
+      sql`maxy = ${maxy}`,
     );
   }
   if (sets.length === 0) {

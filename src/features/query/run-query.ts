@@ -128,17 +128,17 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
             .number(b.ymin)
             .add(" AND ymin <= ")
             .number(b.ymax)
-            .add(") AND t.xmax >= ")
+            .add(") AND t.maxx >= ")
             .number(b.xmin)
-            .add(" AND t.xmin <= ")
+            .add(" AND t.minx <= ")
             .number(b.xmax)
-            .add(" AND t.ymax >= ")
+            .add(" AND t.maxy >= ")
             .number(b.ymin)
-            .add(" AND t.ymin <= ")
+            .add(" AND t.miny <= ")
             .number(b.ymax)
             .add(")");
         } else {
-          s.add("box(point(t.xmin, t.ymin), point(t.xmax, t.ymax)) && box(point(")
+          s.add("box(point(t.minx, t.miny), point(t.maxx, t.maxy)) && box(point(")
             .number(b.xmin)
             .add(", ")
             .number(b.ymin)
@@ -329,7 +329,7 @@ async function extentOf(
     return { extent, count };
   }
   const s = new Statement(ctx.engine).add(
-    "SELECT min(t.xmin) AS xmin, min(t.ymin) AS ymin, max(t.xmax) AS xmax, max(t.ymax) AS ymax, count(*) AS n",
+    "SELECT min(t.minx) AS xmin, min(t.miny) AS ymin, max(t.maxx) AS xmax, max(t.maxy) AS ymax, count(*) AS n",
   );
   const f = filtered(ctx, query);
   s.text += f.text;
