@@ -1486,6 +1486,7 @@ function probeCall(username: string, variant: number): Call {
       itemId: id,
       name: "nothing_here",
       layerId: "0",
+      objectId: "1",
       commentId: id,
       groupId: id,
       invitationId: id,
