@@ -540,6 +540,134 @@ describe("hosted feature layers: storage, query and edits", () => {
     ).toEqual({ count: 5 });
   });
 
+  it("queries several layers at once with the service's query and layerDefs", async () => {
+    const answer = await portal.get(
+      `${services}/Places/FeatureServer/query`,
+      { layerDefs: JSON.stringify({ "0": "pop < 100", "1": "label = 'B'" }), returnCountOnly: true },
+      owner.token,
+    );
+    expect(answer).toEqual({
+      layers: [
+        { id: 0, count: 2 },
+        { id: 1, count: 1 },
+      ],
+    });
+    const bad = await portal.get(
+      `${services}/Places/FeatureServer/query`,
+      { layerDefs: "{oops" },
+      owner.token,
+    );
+    expect(JSON.stringify(bad.error)).toContain("layerDefs");
+  });
+
+  it("tracks editors and, with ownership-based access control, lets others change only their own features", async () => {
+    await portal.post(
+      `/content/users/${owner.username}/createService`,
+      {
+        createParameters: {
+          name: "Tracked",
+          capabilities: "Create,Delete,Query,Update,Editing",
+          editorTrackingInfo: {
+            enableEditorTracking: true,
+            enableOwnershipAccessControl: true,
+            allowOthersToQuery: true,
+            allowOthersToUpdate: false,
+            allowOthersToDelete: false,
+          },
+        },
+        outputType: "featureService",
+      },
+      owner.token,
+    );
+    const added = await portal.post(
+      `${admin}/Tracked/FeatureServer/addToDefinition`,
+      {
+        addToDefinition: {
+          layers: [
+            {
+              name: "Notes",
+              geometryType: "esriGeometryPoint",
+              fields: [{ name: "note", type: "esriFieldTypeString" }],
+            },
+          ],
+        },
+      },
+      owner.token,
+    );
+    expect(added.success).toBe(true);
+    const layer = `${services}/Tracked/FeatureServer/0`;
+    const description = await portal.get(layer, {}, owner.token);
+    expect(description.editFieldsInfo).toEqual({
+      creationDateField: "CreationDate",
+      creatorField: "Creator",
+      editDateField: "EditDate",
+      editorField: "Editor",
+    });
+    const item = (await portal.get(`${services}/Tracked/FeatureServer`, {}, owner.token)).serviceItemId;
+    await portal.post(`/content/users/${owner.username}/shareItems`, { items: item, org: true }, owner.token);
+    const mine = await portal.post(
+      `${layer}/addFeatures`,
+      { features: [{ attributes: { note: "owner's" }, geometry: { x: 1, y: 1 } }] },
+      owner.token,
+    );
+    const theirs = await portal.post(
+      `${layer}/addFeatures`,
+      { features: [{ attributes: { note: "member's" }, geometry: { x: 2, y: 2 } }] },
+      member.token,
+    );
+    expect(theirs.addResults[0].success).toBe(true);
+    const rows = await portal.get(
+      layer + "/query",
+      { where: "1=1", outFields: "note,Creator,Editor", returnGeometry: false },
+      owner.token,
+    );
+    expect(rows.features.map((f: { attributes: Record<string, unknown> }) => f.attributes)).toEqual([
+      {
+        OBJECTID: mine.addResults[0].objectId,
+        note: "owner's",
+        Creator: owner.username,
+        Editor: owner.username,
+      },
+      {
+        OBJECTID: theirs.addResults[0].objectId,
+        note: "member's",
+        Creator: member.username,
+        Editor: member.username,
+      },
+    ]);
+    // The member may change what it created, not the owner's feature (which it is told is missing).
+    const other = await portal.post(
+      `${layer}/updateFeatures`,
+      {
+        features: [{ attributes: { OBJECTID: mine.addResults[0].objectId, note: "taken" } }],
+        rollbackOnFailure: false,
+      },
+      member.token,
+    );
+    expect(other.updateResults[0]).toMatchObject({ success: false, error: { code: 1011 } });
+    const own = await portal.post(
+      `${layer}/updateFeatures`,
+      { features: [{ attributes: { OBJECTID: theirs.addResults[0].objectId, note: "edited" } }] },
+      member.token,
+    );
+    expect(own.updateResults[0].success).toBe(true);
+    const gone = await portal.post(
+      `${layer}/deleteFeatures`,
+      { objectIds: String(mine.addResults[0].objectId) },
+      member.token,
+    );
+    expect(gone.deleteResults[0]).toMatchObject({ success: false });
+    const after = await portal.get(
+      layer + "/query",
+      { where: "1=1", outFields: "note", returnGeometry: false },
+      owner.token,
+    );
+    expect(after.features.map((f: { attributes: { note: string } }) => f.attributes.note)).toEqual([
+      "owner's",
+      "edited",
+    ]);
+  });
+
   it("drops a layer's data with deleteFromDefinition and the service's with its item", async () => {
     const created = await portal.post(
       `/content/users/${owner.username}/createService`,

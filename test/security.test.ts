@@ -265,6 +265,11 @@ const EXPECTED: Record<string, readonly Case[]> = {
     c("other", SIGNED_IN),
     c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
   ],
+  "featureServer.serviceQuery": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
   "featureServer.feature": [
     c("own", SIGNED_IN),
     c("other", SIGNED_IN),
@@ -970,6 +975,11 @@ const SETUP: Record<string, Setup> = {
     ...(await readService({ layerId: "0" })(ctx)),
     params: { where: "1=1", returnCountOnly: true },
     check: (r) => expect(typeof r.count).toBe("number"),
+  }),
+  "featureServer.serviceQuery": async (ctx) => ({
+    ...(await readService()(ctx)),
+    params: { layerDefs: { "0": "1=1" }, returnCountOnly: true },
+    check: (r) => expect(r.layers[0].id).toBe(0),
   }),
   "featureServer.feature": async (ctx) => {
     const setup = await readService({ layerId: "0" })(ctx);

@@ -213,6 +213,63 @@ export class FeatureDataService {
     return queryAnswer(open, query, result, format);
   }
 
+  /**
+   * Service-level `query`: the same query on several layers, each with its own `where` and
+   * `outFields` from `layerDefs` (`{"0": "pop > 10"}` or `[{"layerId": 0, "where": …, "outFields": …}]`),
+   * all of them when `layerDefs` is absent. Answers `{layers: [{id, …the layer's answer}]}`.
+   */
+  async serviceQuery(
+    caller: Caller | null,
+    name: string,
+    params: QueryParams & { layerDefs?: string | undefined },
+  ): Promise<unknown> {
+    const { service } = await this.services.open(caller, name);
+    let defs: { layerId: number; where?: string; outFields?: string }[];
+    const text = params.layerDefs?.trim() ?? "";
+    if (text === "") defs = [...service.layers, ...service.tables].map((l) => ({ layerId: l.id }));
+    else {
+      let decoded: unknown;
+      try {
+        decoded = JSON.parse(text);
+      } catch (err) {
+        throw errors.invalidParameter("layerDefs", `is not valid JSON (${(err as Error).message})`);
+      }
+      if (Array.isArray(decoded)) {
+        defs = decoded.map((d: unknown, i) => {
+          const e = d as { layerId?: unknown; where?: unknown; outFields?: unknown };
+          if (typeof e !== "object" || e === null || typeof e.layerId !== "number") {
+            throw errors.invalidParameter("layerDefs", `entry ${i} must be an object with a numeric layerId`);
+          }
+          return {
+            layerId: e.layerId,
+            ...(typeof e.where === "string" ? { where: e.where } : {}),
+            ...(typeof e.outFields === "string" ? { outFields: e.outFields } : {}),
+          };
+        });
+      } else if (typeof decoded === "object" && decoded !== null) {
+        defs = Object.entries(decoded as Record<string, unknown>).map(([id, where]) => {
+          if (!/^\d{1,9}$/.test(id) || typeof where !== "string") {
+            throw errors.invalidParameter("layerDefs", "maps layer ids to where clauses, as {\"0\": \"pop > 10\"}");
+          }
+          return { layerId: Number(id), where };
+        });
+      } else throw errors.invalidParameter("layerDefs", "must be a JSON object or array");
+    }
+    if (defs.length > 100) throw errors.invalidParameter("layerDefs", "names more than 100 layers");
+    const layers = [];
+    for (const def of defs) {
+      const answer = (await this.query(
+        caller,
+        name,
+        String(def.layerId),
+        { ...params, where: def.where ?? params.where, outFields: def.outFields ?? params.outFields },
+        "json",
+      )) as Record<string, unknown>;
+      layers.push({ id: def.layerId, ...answer });
+    }
+    return { layers };
+  }
+
   /** `<layer>/<objectId>`: one feature, every field. */
   async feature(caller: Caller | null, name: string, layerId: string, objectId: string): Promise<unknown> {
     const open = await this.open(caller, name, layerId);

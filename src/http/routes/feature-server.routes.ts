@@ -317,6 +317,17 @@ export const featureServerRoutes = [
     },
   }),
   defineRoute({
+    name: "featureServer.serviceQuery",
+    methods: ["GET", "POST"],
+    path: "/services/:name/FeatureServer/query",
+    root: "server",
+    auth: "optional",
+    bodyLimit: QUERY_BODY_LIMIT,
+    params: { ...queryParams, layerDefs: p.string({ maxLength: 1024 * 1024 }) },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureData.serviceQuery(caller, path.name as string, params),
+  }),
+  defineRoute({
     name: "featureServer.serviceApplyEdits",
     methods: ["POST"],
     path: "/services/:name/FeatureServer/applyEdits",
