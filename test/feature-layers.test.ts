@@ -617,7 +617,7 @@ describe("hosted feature layers: storage, query and edits", () => {
     );
     expect(theirs.addResults[0].success).toBe(true);
     const rows = await portal.get(
-      layer + "/query",
+      `${layer}/query`,
       { where: "1=1", outFields: "note,Creator,Editor", returnGeometry: false },
       owner.token,
     );
@@ -658,7 +658,7 @@ describe("hosted feature layers: storage, query and edits", () => {
     );
     expect(gone.deleteResults[0]).toMatchObject({ success: false });
     const after = await portal.get(
-      layer + "/query",
+      `${layer}/query`,
       { where: "1=1", outFields: "note", returnGeometry: false },
       owner.token,
     );

@@ -249,7 +249,10 @@ export class FeatureDataService {
       } else if (typeof decoded === "object" && decoded !== null) {
         defs = Object.entries(decoded as Record<string, unknown>).map(([id, where]) => {
           if (!/^\d{1,9}$/.test(id) || typeof where !== "string") {
-            throw errors.invalidParameter("layerDefs", "maps layer ids to where clauses, as {\"0\": \"pop > 10\"}");
+            throw errors.invalidParameter(
+              "layerDefs",
+              'maps layer ids to where clauses, as {"0": "pop > 10"}',
+            );
           }
           return { layerId: Number(id), where };
         });
