@@ -231,8 +231,16 @@ export const featureServerRoutes = [
       deletes: p.string({ maxLength: EDITS_BODY_LIMIT }),
       ...editFlags,
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureData.applyEdits(caller, path.name as string, path.layerId as string, params),
+    handler: async ({ params, path, caller, services }) => {
+      // The layer's answer names no layer (the service-level answer does, per layer).
+      const { id: _id, ...results } = await services.featureData.applyEdits(
+        caller,
+        path.name as string,
+        path.layerId as string,
+        params,
+      );
+      return results;
+    },
   }),
   defineRoute({
     name: "featureServer.addFeatures",
