@@ -128,6 +128,8 @@ const oids = (fc: any): number[] => fc.features.map((f: any) => f.properties.OBJ
 describe("GDAL's ESRIJSON driver against hosted feature layers", () => {
   let portal: TestPortal;
   let token: string;
+  let owner: { username: string; token: string };
+  let itemId: string;
   let service: string;
 
   /**
@@ -147,7 +149,7 @@ describe("GDAL's ESRIJSON driver against hosted feature layers", () => {
     // Fails every test with the reason when GDAL is missing: nothing here is skipped.
     await gdal("ogrinfo", ["--version"]);
     portal = await startTestPortal();
-    const owner = await portal.addUser("gdal_owner", "org_publisher");
+    owner = await portal.addUser("gdal_owner", "org_publisher");
     token = owner.token;
     const created = await createSampleService(
       portal,
@@ -157,6 +159,7 @@ describe("GDAL's ESRIJSON driver against hosted feature layers", () => {
       { maxRecordCount: PAGE },
     );
     service = created.url;
+    itemId = created.itemId;
   }, 120_000);
   afterAll(async () => {
     await portal?.stop();
@@ -218,7 +221,8 @@ describe("GDAL's ESRIJSON driver against hosted feature layers", () => {
     const where = "kind <> 0 AND name LIKE 'site%' AND n >= -500";
     const expected = POINTS.filter((p) => p.kind !== 0 && p.name.startsWith("site") && p.n >= -500);
     expect(expected.length).toBeGreaterThan(PAGE * 2);
-    const fc = await toGeoJson(query(0, { where }));
+    // GDAL's documentation advises ordering by object id for stable pages.
+    const fc = await toGeoJson(query(0, { where, orderByFields: "OBJECTID ASC" }));
     expect(oids(fc)).toEqual(expected.map((p) => p.objectId));
     for (const [i, f] of fc.features.entries()) expectPoint(f, expected[i] as SamplePoint);
     const { stdout } = await gdal("ogrinfo", ["-ro", "-al", "-so", query(0, { where })]);
@@ -328,5 +332,24 @@ describe("GDAL's ESRIJSON driver against hosted feature layers", () => {
       );
       expect(canonicalPolygons(back)).toEqual(canonicalPolygons((chosen[i] as SampleZone).polygons));
     }
+  });
+
+  it("reads a layer shared with everyone on a public portal without a token, and none before", async () => {
+    const anonymous = `${service}/1/query?${new URLSearchParams({ where: "label = 'zone 7'", outfields: "*", f: "json" })}`;
+    // GDAL does not tell the error it read; the answer it got says it.
+    await expect(gdal("ogr2ogr", ["-f", "GeoJSON", "/vsistdout/", anonymous])).rejects.toThrow(
+      /Failed to read ESRIJSON/,
+    );
+    expect(((await (await fetch(anonymous)).json()) as any).error.code).toBe(499);
+    await portal.post("/portals/self/update", { access: "public" }, portal.adminToken);
+    const shared = await portal.post(
+      `/content/users/${owner.username}/items/${itemId}/share`,
+      { everyone: true },
+      owner.token,
+    );
+    expect(shared.notSharedWith).toEqual([]);
+    const fc = await toGeoJson(anonymous);
+    expect(oids(fc)).toEqual([8]);
+    expectZone(fc.features[0], ZONES[7] as SampleZone);
   });
 });
