@@ -12,6 +12,7 @@ import {
   type ParamSpecs,
   type ParamValues,
   parseParams,
+  withDeclaredNames,
 } from "../validation/params.js";
 import { checkQuery, MAX_PARAMETERS } from "./body.js";
 import {
@@ -378,7 +379,11 @@ export function registerRoutes(
       let format: Format;
       let result: unknown;
       try {
-        const raw = mergedParams(request);
+        // The hosted services answer as ArcGIS Server does, which reads parameter names in any case.
+        const raw =
+          route.root === "server"
+            ? withDeclaredNames(mergedParams(request), route.params)
+            : mergedParams(request);
         format = parseFormat(raw.f, route.formats);
         const { caller, token } = await checkCaller(request, raw);
         route.authorize?.(caller, raw);

@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { PorticoError } from "../errors.js";
-import { codePointLength, jsonMembersExceed, MAX_JSON_MEMBERS, p, parseParams } from "./params.js";
+import {
+  codePointLength,
+  jsonMembersExceed,
+  MAX_JSON_MEMBERS,
+  p,
+  parseParams,
+  withDeclaredNames,
+} from "./params.js";
 
 describe("parseParams", () => {
   const specs = {
@@ -127,5 +134,24 @@ describe("length checks before any work", () => {
       ok: false,
       reason: `must have at most ${MAX_JSON_MEMBERS} members`,
     });
+  });
+});
+
+describe("withDeclaredNames", () => {
+  const specs = { outFields: p.string(), returnGeometry: p.boolean() };
+
+  it("gives parameters sent in another case their declared names", () => {
+    expect(withDeclaredNames({ outfields: "*", RETURNGEOMETRY: "false", f: "json" }, specs)).toEqual({
+      outfields: "*",
+      RETURNGEOMETRY: "false",
+      f: "json",
+      outFields: "*",
+      returnGeometry: "false",
+    });
+  });
+
+  it("keeps the value sent under the declared spelling when another spelling is sent too", () => {
+    expect(withDeclaredNames({ outfields: "name", outFields: "*" }, specs).outFields).toBe("*");
+    expect(withDeclaredNames({ outFields: "*", outfields: "name" }, specs).outFields).toBe("*");
   });
 });

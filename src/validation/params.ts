@@ -343,6 +343,24 @@ export interface ParsedParams<S extends ParamSpecs> {
 }
 
 /**
+ * The parameters under the names the specs declare, whatever case they were sent in: ArcGIS Server
+ * reads parameter names case-insensitively and clients count on it (GDAL's documented feature
+ * service URLs say `outfields=*`). A name sent in its declared spelling wins over other spellings.
+ */
+export function withDeclaredNames(
+  raw: Readonly<Record<string, string>>,
+  specs: ParamSpecs,
+): Record<string, string> {
+  const declared = new Map(Object.keys(specs).map((name) => [name.toLowerCase(), name]));
+  const out: Record<string, string> = { ...raw };
+  for (const [key, value] of Object.entries(raw)) {
+    const name = declared.get(key.toLowerCase());
+    if (name !== undefined && name !== key && !Object.hasOwn(raw, name)) out[name] = value;
+  }
+  return out;
+}
+
+/**
  * Parses `raw` (merged query and form parameters) against `specs`. Unknown parameters are ignored,
  * as ArcGIS does. Every invalid parameter is reported: the message names the first, `details`
  * lists them all, so a client fixes a request in one round.

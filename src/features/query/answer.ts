@@ -134,6 +134,16 @@ export function queryAnswer(
             : projectGeometry(box, from, out.reference);
         if (projected.ok) extent = { ...esriJson(projected.value), spatialReference: out.spatialReference };
       }
+      if (format === "geojson") {
+        // GeoJSON has no extent object: the bounds are the collection's `bbox` (RFC 7946 §5), which
+        // is what GDAL's ESRIJSON driver asks for (`returnExtentOnly=true&f=geojson`) and reads.
+        return {
+          type: "FeatureCollection",
+          features: [],
+          ...(extent ? { bbox: [extent.xmin, extent.ymin, extent.xmax, extent.ymax] } : {}),
+          ...(query.withCount ? { properties: { count: result.count } } : {}),
+        };
+      }
       return {
         ...(query.withCount ? { count: result.count } : {}),
         extent: extent ?? {
