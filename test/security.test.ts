@@ -254,6 +254,9 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "featureServer.addToDefinition": OWNER_OR_ADMIN,
   "featureServer.updateDefinition": OWNER_OR_ADMIN,
   "featureServer.deleteFromDefinition": OWNER_OR_ADMIN,
+  "featureServer.layerAddToDefinition": OWNER_OR_ADMIN,
+  "featureServer.layerUpdateDefinition": OWNER_OR_ADMIN,
+  "featureServer.layerDeleteFromDefinition": OWNER_OR_ADMIN,
   "featureServer.layers": [
     c("own", SIGNED_IN),
     c("other", SIGNED_IN),
@@ -1024,6 +1027,22 @@ const SETUP: Record<string, Setup> = {
   "featureServer.deleteFromDefinition": async (ctx) => {
     const name = changedService(ctx);
     return { path: { name }, params: { deleteFromDefinition: { layers: [{ id: await addLayer(name) }] } } };
+  },
+  "featureServer.layerAddToDefinition": async (ctx) => ({
+    path: { name: changedService(ctx), layerId: "0" },
+    params: { addToDefinition: { fields: [{ name: `f_${uid()}`, type: "esriFieldTypeInteger" }] } },
+  }),
+  "featureServer.layerUpdateDefinition": async (ctx) => ({
+    path: { name: changedService(ctx), layerId: "0" },
+    params: { updateDefinition: { description: `described ${uid()}` } },
+  }),
+  "featureServer.layerDeleteFromDefinition": async (ctx) => {
+    const name = changedService(ctx);
+    const field = `f_${uid()}`;
+    await asAdmin(adminPath(name, "0/addToDefinition"), {
+      addToDefinition: { fields: [{ name: field, type: "esriFieldTypeString" }] },
+    });
+    return { path: { name, layerId: "0" }, params: { deleteFromDefinition: { fields: [{ name: field }] } } };
   },
 
   "webhooks.list": async () => ({

@@ -1,3 +1,4 @@
+import { sql } from "kysely";
 import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
 import { unseen } from "../content/access.js";
 import { findItem, updateItem } from "../content/item.repository.js";
@@ -5,21 +6,38 @@ import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import { errors, PorticoError } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
+import { newGlobalId } from "./edits/values.js";
 import { completedDefinition, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
-import { createLayerStorage, dropLayerStorage } from "./layer-store.js";
+import {
+  addFieldColumns,
+  createLayerStorage,
+  dropFieldColumns,
+  dropLayerStorage,
+  fieldHasNull,
+  fillGlobalIds,
+  hasLayerStorage,
+  layerHasRows,
+  touchLayerSchema,
+} from "./layer-store.js";
 import {
   type AddToDefinition,
+  addLayerFields,
   addToDefinition,
   buildDefinition,
   type CreateParameters,
   type DeleteFromDefinition,
   deleteFromDefinition,
+  deleteLayerFields,
+  type LayerAddToDefinition,
   type LayerDefinition,
+  type LayerDeleteFromDefinition,
+  type LayerUpdateDefinition,
   layerJson,
   type ServiceProperties,
   type StoredService,
   serviceJson,
   updateDefinition,
+  updateLayerDefinition,
 } from "./service-definition.js";
 
 /**
@@ -46,6 +64,13 @@ function withStorableLayers(before: StoredService, next: StoredService, paramete
     layers: next.layers.map((l) => complete(l, "layer")),
     tables: next.tables.map((t) => complete(t, "table")),
   };
+}
+
+/** Where a definition change runs: its transaction, the service's item and the change's time. */
+interface ChangeContext {
+  trx: Queryable;
+  itemId: string;
+  now: number;
 }
 
 export const FEATURE_SERVICE_TYPE = "Feature Service";
@@ -246,6 +271,105 @@ export class FeatureServiceService {
   }
 
   /**
+   * `addToDefinition` of one layer: its new fields, and their columns. Rows already there get the
+   * field's default, or null; a GlobalID field gives each its own GlobalID.
+   *
+   * In these three layer operations, a layer without storage (one whose definition an earlier
+   * version accepted but could not store, see migration 0010) gets it once its definition can hold
+   * data, with the fields the change leaves.
+   */
+  async addLayerFields(caller: Caller | null, name: string, layerId: string, add: LayerAddToDefinition) {
+    await this.changeLayer(caller, name, layerId, async (service, id, at) => {
+      const storage = await hasLayerStorage(at.trx, at.itemId, id);
+      const hasRows = storage && (await layerHasRows(at.trx, at.itemId, id));
+      const result = addLayerFields(service, id, add, { hasRows });
+      if (result.added.length === 0) return result.service;
+      if (!storage) {
+        await createLayerStorage(at.trx, this.db.engine, at.itemId, result.schema, at.now);
+        return result.service;
+      }
+      await addFieldColumns(at.trx, this.db.engine, at.itemId, id, result.added);
+      for (const field of result.added) {
+        if (field.type === "esriFieldTypeGlobalID") {
+          await fillGlobalIds(at.trx, at.itemId, id, field, newGlobalId);
+        }
+      }
+      await touchLayerSchema(at.trx, at.itemId, id, at.now);
+      return result.service;
+    });
+    return { success: true };
+  }
+
+  /** `deleteFromDefinition` of one layer: the fields go, with their columns and values. */
+  async deleteLayerFields(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    del: LayerDeleteFromDefinition,
+  ) {
+    await this.changeLayer(caller, name, layerId, async (service, id, at) => {
+      const result = deleteLayerFields(service, id, del);
+      if (result.dropped.length === 0) return result.service;
+      if (!(await hasLayerStorage(at.trx, at.itemId, id))) {
+        await createLayerStorage(at.trx, this.db.engine, at.itemId, result.schema, at.now);
+        return result.service;
+      }
+      await dropFieldColumns(at.trx, at.itemId, id, result.dropped);
+      await touchLayerSchema(at.trx, at.itemId, id, at.now);
+      return result.service;
+    });
+    return { success: true };
+  }
+
+  /** `updateDefinition` of one layer. A field made not nullable must hold a value in every row. */
+  async updateLayerDefinition(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    update: LayerUpdateDefinition,
+  ) {
+    await this.changeLayer(caller, name, layerId, async (service, id, at) => {
+      const storage = await hasLayerStorage(at.trx, at.itemId, id);
+      const hasRows = storage && (await layerHasRows(at.trx, at.itemId, id));
+      const result = updateLayerDefinition(service, id, update, { hasRows });
+      if (!storage) {
+        await createLayerStorage(at.trx, this.db.engine, at.itemId, result.schema, at.now);
+        return result.service;
+      }
+      for (const field of result.required) {
+        if (await fieldHasNull(at.trx, at.itemId, id, field)) {
+          throw errors.invalidParameter(
+            "updateDefinition",
+            `cannot make field '${field.name}' not nullable: features of layer ${id} hold no value in it`,
+          );
+        }
+      }
+      if (result.schemaChanged) await touchLayerSchema(at.trx, at.itemId, id, at.now);
+      return result.service;
+    });
+    return { success: true };
+  }
+
+  /**
+   * A change of one layer's definition with the storage work it needs, in the transaction of the
+   * definition's change. The layer id is checked after the caller's right to change the service,
+   * so that others learn nothing of its layers.
+   */
+  private async changeLayer(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    apply: (service: StoredService, id: number, at: ChangeContext) => Promise<StoredService>,
+  ): Promise<void> {
+    await this.change(caller, name, async (service, at) => {
+      const id = /^\d{1,9}$/.test(layerId) ? Number(layerId) : undefined;
+      const exists = [...service.layers, ...service.tables].some((l) => l.id === id);
+      if (id === undefined || !exists) throw errors.layerNotFound(service.name, layerId);
+      return { service: await apply(service, id, at), answer: undefined };
+    });
+  }
+
+  /**
    * Creates the tables of layers the change added and drops those of layers it removed, in the
    * transaction of the change: a definition never names a layer without its storage.
    */
@@ -314,7 +438,10 @@ export class FeatureServiceService {
   private async change<T>(
     caller: Caller | null,
     name: string,
-    apply: (service: StoredService) => { service: StoredService; answer: T },
+    apply: (
+      service: StoredService,
+      at: ChangeContext,
+    ) => { service: StoredService; answer: T } | Promise<{ service: StoredService; answer: T }>,
   ): Promise<T> {
     if (caller === null) throw errors.tokenRequired();
     const { item_id: itemId } = await this.visible(caller, name);
@@ -322,9 +449,11 @@ export class FeatureServiceService {
       const now = Date.now();
       // Touching the row first takes its lock on PostgreSQL, so the read below sees any
       // concurrent change to the definition committed and none is lost; SQLite writes one at a time.
+      // `modified` only grows: it versions the layer schemas that FeatureDataService caches, and
+      // two changes within one millisecond must not share a version.
       await trx
         .updateTable("feature_services")
-        .set({ modified: now })
+        .set({ modified: sql<number>`CASE WHEN modified >= ${now} THEN modified + 1 ELSE ${now} END` })
         .where("item_id", "=", itemId)
         .execute();
       const row = await trx
@@ -338,7 +467,7 @@ export class FeatureServiceService {
         throw errors.forbidden(`Only the owner or an administrator may change service '${row.name}'.`);
       }
       const before = stored(row);
-      const { service: next, answer } = apply(before);
+      const { service: next, answer } = await apply(before, { trx, itemId, now });
       await this.syncStorage(trx, itemId, before, next, now);
       await trx
         .updateTable("feature_services")

@@ -149,6 +149,7 @@ export async function addFieldColumns(
   }
 }
 
+/** Drops the columns of removed fields, with the values they held. */
 export async function dropFieldColumns(
   q: AnyQueryable,
   itemId: string,
@@ -158,6 +159,62 @@ export async function dropFieldColumns(
   const table = tableName(itemId, layerId);
   for (const field of fields) {
     await sql`ALTER TABLE ${id(table)} DROP COLUMN ${id(field.column)}`.execute(q);
+  }
+}
+
+/** Whether the layer has storage (an entry in `feature_layers` and its table). */
+export async function hasLayerStorage(q: AnyQueryable, itemId: string, layerId: number): Promise<boolean> {
+  const found = await sql`
+    SELECT 1 AS one FROM feature_layers WHERE item_id = ${itemId} AND layer_id = ${layerId}
+  `.execute(q);
+  return found.rows.length > 0;
+}
+
+/** Whether the layer holds any row. */
+export async function layerHasRows(q: AnyQueryable, itemId: string, layerId: number): Promise<boolean> {
+  const found = await sql`SELECT 1 AS one FROM ${id(tableName(itemId, layerId))} LIMIT 1`.execute(q);
+  return found.rows.length > 0;
+}
+
+/** Whether some row of the layer holds null in the field's column. */
+export async function fieldHasNull(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  field: LayerField,
+): Promise<boolean> {
+  const found = await sql`
+    SELECT 1 AS one FROM ${id(tableName(itemId, layerId))} WHERE ${id(field.column)} IS NULL LIMIT 1
+  `.execute(q);
+  return found.rows.length > 0;
+}
+
+/** GlobalIDs updated per statement: two parameters each, well under both engines' limits. */
+const GLOBAL_IDS_PER_STATEMENT = 5_000;
+
+/**
+ * Gives every row without a value in the field's column one of its own from `newId` (a GlobalID
+ * field added to a layer that holds features: each feature needs a distinct one).
+ */
+export async function fillGlobalIds(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  field: LayerField,
+  newId: () => string,
+): Promise<void> {
+  const table = tableName(itemId, layerId);
+  const rows = await sql<{ objectid: number }>`
+    SELECT ${id(OID_COLUMN)} AS objectid FROM ${id(table)} WHERE ${id(field.column)} IS NULL
+  `.execute(q);
+  const ids = rows.rows.map((r) => Number(r.objectid));
+  for (let start = 0; start < ids.length; start += GLOBAL_IDS_PER_STATEMENT) {
+    const chunk = ids.slice(start, start + GLOBAL_IDS_PER_STATEMENT);
+    const cases = chunk.map((objectId) => sql`WHEN ${objectId} THEN ${newId()}`);
+    await sql`
+      UPDATE ${id(table)} SET ${id(field.column)} = CASE ${id(OID_COLUMN)} ${sql.join(cases, sql` `)} END
+      WHERE ${id(OID_COLUMN)} IN (${sql.join(chunk)})
+    `.execute(q);
   }
 }
 

@@ -288,6 +288,24 @@ function outsideDomain(field: LayerField, value: string | number): string | unde
   return undefined;
 }
 
+/**
+ * A field's default value as its column holds it (null when the field has none), or why the field
+ * cannot hold it: the schema changes check a default before existing rows receive it, as
+ * `checkAdd` checks it before a new feature does.
+ */
+export function storedDefault(
+  field: LayerField,
+): { ok: true; value: ColumnValue } | { ok: false; reason: string } {
+  if (field.defaultValue === null) return { ok: true, value: null };
+  const converted = convert(field, field.defaultValue);
+  if (!converted.ok) return converted;
+  const outside = outsideDomain(field, converted.value);
+  return outside === undefined ? converted : { ok: false, reason: outside };
+}
+
+/** A new GlobalID, as ArcGIS writes them: `{UPPER-CASE}`. */
+export const newGlobalId = (): string => `{${randomUUID().toUpperCase()}}`;
+
 const valueNotSet = (field: LayerField, reason: string) =>
   fail(EDIT_ERRORS.valueNotSet, `Setting of value for ${field.name} failed: ${reason}.`);
 const notNullable = (field: LayerField, detail = "") =>
@@ -443,8 +461,6 @@ function callerValue(field: LayerField, value: unknown): Checked<ColumnValue> {
   if (!field.editable) return fail(EDIT_ERRORS.notEditable, `Field: ${field.name} is not editable.`);
   return columnValue(field, value);
 }
-
-const newGlobalId = (): string => `{${randomUUID().toUpperCase()}}`;
 
 /**
  * A new feature (`adds`, `addFeatures`). Every column but the object id's gets a value: the one

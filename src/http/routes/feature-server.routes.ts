@@ -4,10 +4,17 @@ import {
   addToDefinitionSchema,
   type CreateParameters,
   checkCreateParameters,
+  checkLayerUpdateDefinition,
   checkUpdateDefinition,
   createParametersSchema,
   type DeleteFromDefinition,
   deleteFromDefinitionSchema,
+  type LayerAddToDefinition,
+  type LayerDeleteFromDefinition,
+  type LayerUpdateDefinition,
+  layerAddToDefinitionSchema,
+  layerDeleteFromDefinitionSchema,
+  layerUpdateDefinitionSchema,
   SERVER_VERSION,
   type ServiceProperties,
   updateDefinitionSchema,
@@ -195,6 +202,64 @@ export const featureServerRoutes = [
     },
     handler: async ({ params, path, caller, services }) =>
       services.featureServices.deleteFromDefinition(caller, path.name as string, params.deleteFromDefinition),
+  }),
+  defineRoute({
+    name: "featureServer.layerAddToDefinition",
+    methods: ["POST"],
+    path: "/admin/services/:name/FeatureServer/:layerId/addToDefinition",
+    root: "server",
+    auth: "required",
+    bodyLimit: DEFINITION_BODY_LIMIT,
+    params: {
+      addToDefinition: p.json<LayerAddToDefinition, true>(layerAddToDefinitionSchema, { required: true }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureServices.addLayerFields(
+        caller,
+        path.name as string,
+        path.layerId as string,
+        params.addToDefinition,
+      ),
+  }),
+  defineRoute({
+    name: "featureServer.layerUpdateDefinition",
+    methods: ["POST"],
+    path: "/admin/services/:name/FeatureServer/:layerId/updateDefinition",
+    root: "server",
+    auth: "required",
+    bodyLimit: DEFINITION_BODY_LIMIT,
+    params: {
+      updateDefinition: p.json<LayerUpdateDefinition, true>(layerUpdateDefinitionSchema, {
+        required: true,
+        check: checkLayerUpdateDefinition,
+      }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureServices.updateLayerDefinition(
+        caller,
+        path.name as string,
+        path.layerId as string,
+        params.updateDefinition,
+      ),
+  }),
+  defineRoute({
+    name: "featureServer.layerDeleteFromDefinition",
+    methods: ["POST"],
+    path: "/admin/services/:name/FeatureServer/:layerId/deleteFromDefinition",
+    root: "server",
+    auth: "required",
+    params: {
+      deleteFromDefinition: p.json<LayerDeleteFromDefinition, true>(layerDeleteFromDefinitionSchema, {
+        required: true,
+      }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureServices.deleteLayerFields(
+        caller,
+        path.name as string,
+        path.layerId as string,
+        params.deleteFromDefinition,
+      ),
   }),
   defineRoute({
     name: "featureServer.layers",
