@@ -668,6 +668,53 @@ describe("hosted feature layers: storage, query and edits", () => {
     ]);
   });
 
+  it("adds the editor-tracking fields, with their columns, to layers that exist when tracking is turned on", async () => {
+    await portal.post(
+      `/content/users/${owner.username}/createService`,
+      { createParameters: { name: "LateTracking" }, outputType: "featureService" },
+      owner.token,
+    );
+    await portal.post(
+      `${admin}/LateTracking/FeatureServer/addToDefinition`,
+      { addToDefinition: { layers: [{ name: "Pts", geometryType: "esriGeometryPoint" }] } },
+      owner.token,
+    );
+    const layer = `${services}/LateTracking/FeatureServer/0`;
+    await portal.post(
+      `${layer}/addFeatures`,
+      { features: [{ attributes: {}, geometry: { x: 1, y: 1 } }] },
+      owner.token,
+    );
+    const updated = await portal.post(
+      `${admin}/LateTracking/FeatureServer/updateDefinition`,
+      { updateDefinition: { editorTrackingInfo: { enableEditorTracking: true } } },
+      owner.token,
+    );
+    expect(updated.success).toBe(true);
+    const description = await portal.get(layer, {}, owner.token);
+    expect(description.fields.map((f: { name: string }) => f.name)).toEqual([
+      "OBJECTID",
+      "CreationDate",
+      "Creator",
+      "EditDate",
+      "Editor",
+    ]);
+    await portal.post(
+      `${layer}/addFeatures`,
+      { features: [{ attributes: {}, geometry: { x: 2, y: 2 } }] },
+      owner.token,
+    );
+    const rows = await portal.get(
+      `${layer}/query`,
+      { where: "1=1", outFields: "Creator", returnGeometry: false },
+      owner.token,
+    );
+    expect(rows.features).toEqual([
+      { attributes: { OBJECTID: 1, Creator: null } },
+      { attributes: { OBJECTID: 2, Creator: owner.username } },
+    ]);
+  });
+
   it("drops a layer's data with deleteFromDefinition and the service's with its item", async () => {
     const created = await portal.post(
       `/content/users/${owner.username}/createService`,

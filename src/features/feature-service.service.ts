@@ -255,10 +255,34 @@ export class FeatureServiceService {
   }
 
   async updateDefinition(caller: Caller | null, name: string, props: ServiceProperties) {
-    await this.change(caller, name, (service) => ({
-      service: { ...service, definition: updateDefinition(service, props) },
-      answer: undefined,
-    }));
+    await this.change(caller, name, async (service, at) => {
+      const definition = updateDefinition(service, props);
+      // Editor tracking turned on adds its fields to every stored layer: written into their
+      // definitions, with their columns, in this transaction (rows already there keep nulls).
+      const complete = async (layer: LayerDefinition, kind: "layer" | "table") => {
+        if (!(await hasLayerStorage(at.trx, at.itemId, layer.id))) return layer;
+        let before: LayerSchema;
+        let after: LayerSchema;
+        try {
+          before = layerSchema(layer, kind, service.definition);
+          after = layerSchema(layer, kind, definition);
+        } catch (err) {
+          if (err instanceof SchemaError) return layer;
+          throw err;
+        }
+        const known = new Set(before.fields.map((f) => f.column));
+        const added = after.fields.filter((f) => !known.has(f.column));
+        if (added.length === 0) return layer;
+        await addFieldColumns(at.trx, this.db.engine, at.itemId, layer.id, added);
+        await touchLayerSchema(at.trx, at.itemId, layer.id, at.now);
+        return completedDefinition(layer, after);
+      };
+      const layers = [];
+      for (const l of service.layers) layers.push(await complete(l, "layer"));
+      const tables = [];
+      for (const t of service.tables) tables.push(await complete(t, "table"));
+      return { service: { ...service, definition, layers, tables }, answer: undefined };
+    });
     return { success: true };
   }
 
