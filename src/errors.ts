@@ -221,6 +221,11 @@ export const errors = {
     ]),
   layerNotFound: (service: string, id: string) =>
     new PorticoError(400, `Layer or table '${id}' does not exist in service '${service}'.`, "SVC_0003", []),
+  /** An attachment operation on a layer whose definition does not say `hasAttachments: true`. */
+  attachmentsNotSupported: (service: string, layerId: number) =>
+    new PorticoError(400, "This layer does not support attachments.", "SVC_0004", [
+      `Layer ${layerId} of service '${service}' has no attachments: its definition does not say hasAttachments: true.`,
+    ]),
   groupTitleTaken: (title: string) =>
     new PorticoError(400, `A group named '${title}' already exists.`, "COM_0040", [
       "'title' must be unique among the organization's groups, regardless of case.",

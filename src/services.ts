@@ -7,6 +7,7 @@ import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { SharingService } from "./content/sharing.service.js";
 import type { Db } from "./db/database.js";
+import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
@@ -31,6 +32,7 @@ export interface Services {
   groups: GroupService;
   featureServices: FeatureServiceService;
   featureData: FeatureDataService;
+  featureAttachments: FeatureAttachmentService;
   webhooks: WebhookService;
   collaborations: CollaborationService;
   /** Sync jobs, schedules and the peer endpoint; also background work, started by `startPortico`. */
@@ -65,6 +67,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     options.portalUrl,
   );
   const featureServices = new FeatureServiceService(db, items);
+  const featureData = new FeatureDataService(db, featureServices);
   return {
     db,
     portal,
@@ -77,7 +80,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups: new GroupService(db, portal, items),
     featureServices,
-    featureData: new FeatureDataService(db, featureServices),
+    featureData,
+    featureAttachments: new FeatureAttachmentService(db, featureData),
     webhooks: new WebhookService(db, portal),
     collaborations,
     sync: new SyncEngine({ db, collaborations, staleMs: options.syncStaleMs, onError: options.onError }),

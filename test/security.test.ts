@@ -285,6 +285,20 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "featureServer.updateFeatures": FEATURE_EDITS,
   "featureServer.deleteFeatures": FEATURE_EDITS,
   "featureServer.serviceApplyEdits": FEATURE_EDITS,
+  // Attachments are read as the layer is queried, and changed as its features are updated.
+  "featureServer.attachments": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
+  "featureServer.attachment": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
+  "featureServer.addAttachment": FEATURE_EDITS,
+  "featureServer.updateAttachment": FEATURE_EDITS,
+  "featureServer.deleteAttachments": FEATURE_EDITS,
 
   // interface.md §4.2, §5: webhooks are for portal administrators (portal:admin:manageWebhooks).
   "webhooks.list": [c("org", ADMINS)],
@@ -482,9 +496,32 @@ const adminPath = (name: string, op: string) =>
 
 async function addLayer(name: string): Promise<number> {
   const r = await asAdmin(adminPath(name, "addToDefinition"), {
-    addToDefinition: { layers: [{ name: `Layer ${uid()}`, geometryType: "esriGeometryPoint" }] },
+    addToDefinition: {
+      layers: [{ name: `Layer ${uid()}`, geometryType: "esriGeometryPoint", hasAttachments: true }],
+    },
   });
   return r.layers[0].id as number;
+}
+
+/** A file to attach, and the bytes a download of it answers. */
+const ATTACHMENT = { name: "note.txt", type: "text/plain", bytes: Buffer.from("attached note") };
+
+/** A new feature of layer 0 of service `name` with one attachment, added by the administrator. */
+async function featureWithAttachment(name: string): Promise<{ objectId: string; attachmentId: string }> {
+  const layer = `${portal.portico.address}/rest/services/${name}/FeatureServer/0`;
+  const added = await asAdmin(`${layer}/addFeatures`, {
+    features: [{ attributes: {}, geometry: { x: 1, y: 2 } }],
+  });
+  const objectId = String(added.addResults[0].objectId);
+  const body = new FormData();
+  body.append("f", "json");
+  body.append("token", bootstrap.token);
+  body.append("attachment", new Blob([ATTACHMENT.bytes], { type: ATTACHMENT.type }), ATTACHMENT.name);
+  const r = (await (
+    await fetch(`${layer}/${objectId}/addAttachment`, { method: "POST", body })
+  ).json()) as any;
+  if (!r.addAttachmentResult?.success) throw new Error(`addAttachment: ${JSON.stringify(r)}`);
+  return { objectId, attachmentId: String(r.addAttachmentResult.objectId) };
 }
 
 async function newService(owner: Account, access: "private" | "org" = "private"): Promise<string> {
@@ -595,6 +632,8 @@ interface Call {
   params?: Record<string, unknown>;
   /** Which of the route's paths (with or without a folder) to call. */
   variant?: number;
+  /** Files to send (as multipart/form-data, after the parameters). */
+  files?: Record<string, { name: string; type: string; bytes: Buffer }>;
   /** Checks of a successful answer beyond "no error". */
   check?: (r: any) => void | Promise<void>;
 }
@@ -1020,6 +1059,50 @@ const SETUP: Record<string, Setup> = {
     params: { edits: [{ id: 0, adds: [{ attributes: {}, geometry: { x: 1, y: 2 } }] }] },
     check: (r) => expect(r[0].addResults[0].success).toBe(true),
   }),
+  "featureServer.attachments": async (ctx) => {
+    const setup = await readService({ layerId: "0" })(ctx);
+    const { objectId, attachmentId } = await featureWithAttachment((setup.path as { name: string }).name);
+    return {
+      path: { ...setup.path, objectId },
+      check: (r) => expect(r.attachmentInfos).toMatchObject([{ id: Number(attachmentId) }]),
+    };
+  },
+  "featureServer.attachment": async (ctx) => {
+    const setup = await readService({ layerId: "0" })(ctx);
+    const { objectId, attachmentId } = await featureWithAttachment((setup.path as { name: string }).name);
+    return {
+      path: { ...setup.path, objectId, attachmentId },
+      check: (r) => expect(r).toEqual({ contentType: ATTACHMENT.type, bytes: ATTACHMENT.bytes.length }),
+    };
+  },
+  "featureServer.addAttachment": async (ctx) => {
+    const setup = await readService({ layerId: "0" })(ctx);
+    const { objectId } = await featureWithAttachment((setup.path as { name: string }).name);
+    return {
+      path: { ...setup.path, objectId },
+      files: { attachment: ATTACHMENT },
+      check: (r) => expect(r.addAttachmentResult.success).toBe(true),
+    };
+  },
+  "featureServer.updateAttachment": async (ctx) => {
+    const setup = await readService({ layerId: "0" })(ctx);
+    const { objectId, attachmentId } = await featureWithAttachment((setup.path as { name: string }).name);
+    return {
+      path: { ...setup.path, objectId },
+      params: { attachmentId },
+      files: { attachment: ATTACHMENT },
+      check: (r) => expect(r.updateAttachmentResult.success).toBe(true),
+    };
+  },
+  "featureServer.deleteAttachments": async (ctx) => {
+    const setup = await readService({ layerId: "0" })(ctx);
+    const { objectId, attachmentId } = await featureWithAttachment((setup.path as { name: string }).name);
+    return {
+      path: { ...setup.path, objectId },
+      params: { attachmentIds: attachmentId },
+      check: (r) => expect(r.deleteAttachmentResults).toMatchObject([{ success: true }]),
+    };
+  },
   "featureServer.updateDefinition": async (ctx) => ({
     path: { name: changedService(ctx) },
     params: { updateDefinition: { description: `described ${uid()}` } },
@@ -1288,11 +1371,25 @@ async function send(
   const res =
     method === "GET"
       ? await fetch(`${url}?${form(params)}`, { headers })
-      : await fetch(url, { method: "POST", body: form(params), headers });
+      : await fetch(url, {
+          method: "POST",
+          body: call.files ? multipartOf(form(params), call.files) : form(params),
+          headers,
+        });
   const type = res.headers.get("content-type") ?? "";
   if (res.status !== 200) throw new Error(`HTTP ${res.status} from ${route.name}: ${await res.text()}`);
   if (type.includes("json")) return res.json();
   return { contentType: type, bytes: (await res.arrayBuffer()).byteLength };
+}
+
+/** Parameters and files as one multipart body, as clients upload files. */
+function multipartOf(params: URLSearchParams, files: NonNullable<Call["files"]>): FormData {
+  const body = new FormData();
+  for (const [key, value] of params) body.append(key, value);
+  for (const [key, file] of Object.entries(files)) {
+    body.append(key, new Blob([file.bytes], { type: file.type }), file.name);
+  }
+  return body;
 }
 
 const routeNamed = (name: string): RouteDef => {
@@ -1322,6 +1419,9 @@ const WATCHED = [
   "item_shares",
   "comments",
   "feature_services",
+  "feature_layers",
+  "feature_attachments",
+  "feature_attachment_chunks",
   "webhooks",
   "webhook_settings",
   "portal_keys",
@@ -1516,6 +1616,7 @@ function probeCall(username: string, variant: number): Call {
       name: "nothing_here",
       layerId: "0",
       objectId: "1",
+      attachmentId: "1",
       commentId: id,
       groupId: id,
       invitationId: id,

@@ -9,6 +9,9 @@ import { newId } from "../ids.js";
  * time, so neither an upload of 100 MB nor eight concurrent downloads of it hold more than a few
  * chunks in memory. Each version of a file has its own id; its chunks go with its row (migration
  * 0007).
+ *
+ * Feature attachments are stored the same way in a table of chunks of their own (migration 0011):
+ * `writeChunks` and `streamChunks` serve both, the rest of this file is about item files.
  */
 
 /** Bytes per chunk: large enough that a file is few rows, small enough to hold a few at once. */
@@ -43,6 +46,19 @@ export async function headOf(source: FileSource, n: number): Promise<Buffer> {
   } finally {
     await handle.close();
   }
+}
+
+/**
+ * The tables of chunks: `(file_id, seq, data)`, each row hanging from its file's row by `file_id`
+ * (deleting the file's row deletes its chunks).
+ */
+export type ChunkTable = "item_file_chunks" | "feature_attachment_chunks";
+
+/** Where the bytes of one version of a stored file are, and how many there are. */
+export interface ChunkedFile {
+  table: ChunkTable;
+  fileId: string;
+  size: number;
 }
 
 /** The chunks of a source in order; a file on disk is read one chunk at a time. */
@@ -98,15 +114,29 @@ export async function writeFile(
       size: 0,
     })
     .execute();
+  const size = await writeChunks(trx, "item_file_chunks", fileId, source);
+  await trx.updateTable("item_files").set({ size }).where("file_id", "=", fileId).execute();
+  return { itemId, kind, name: meta.name, contentType: meta.contentType, fileId, size };
+}
+
+/**
+ * Writes the chunks of a file whose row (holding `fileId`) is already in `trx`; answers the bytes
+ * written.
+ */
+export async function writeChunks(
+  trx: Queryable,
+  table: ChunkTable,
+  fileId: string,
+  source: FileSource,
+): Promise<number> {
   let seq = 0;
   let size = 0;
   for await (const data of chunksOf(source)) {
-    await trx.insertInto("item_file_chunks").values({ file_id: fileId, seq, data }).execute();
+    await trx.insertInto(table).values({ file_id: fileId, seq, data }).execute();
     seq += 1;
     size += data.length;
   }
-  await trx.updateTable("item_files").set({ size }).where("file_id", "=", fileId).execute();
-  return { itemId, kind, name: meta.name, contentType: meta.contentType, fileId, size };
+  return size;
 }
 
 /** Deletes an item's file of one kind, or all its files; the chunks go with their rows. */
@@ -141,11 +171,18 @@ export async function findFile(
 
 /** A file read was overtaken by a change: the file was replaced or deleted since its row was read. */
 export class FileChangedError extends Error {
-  constructor(file: StoredFile) {
-    super(`file ${file.fileId} of item ${file.itemId} changed while it was read`);
+  constructor(file: ChunkedFile) {
+    super(`file ${file.fileId} (${file.table}) changed while it was read`);
     this.name = "FileChangedError";
   }
 }
+
+/** Where the chunks of a stored item file are. */
+const itemChunks = (file: StoredFile): ChunkedFile => ({
+  table: "item_file_chunks",
+  fileId: file.fileId,
+  size: file.size,
+});
 
 /** Chunks a file of `size` bytes has. */
 const chunkCount = (size: number) => Math.ceil(size / FILE_CHUNK_BYTES);
@@ -154,9 +191,9 @@ const chunkCount = (size: number) => Math.ceil(size / FILE_CHUNK_BYTES);
  * One chunk of a file, checked against the row: a missing or short chunk means the file was
  * replaced or deleted since its row was read, and nothing of another version may follow.
  */
-async function readChunk(q: Queryable, file: StoredFile, seq: number): Promise<Buffer> {
+async function readChunk(q: Queryable, file: ChunkedFile, seq: number): Promise<Buffer> {
   const row = await q
-    .selectFrom("item_file_chunks")
+    .selectFrom(file.table)
     .select("data")
     .where("file_id", "=", file.fileId)
     .where("seq", "=", seq)
@@ -171,15 +208,20 @@ async function readChunk(q: Queryable, file: StoredFile, seq: number): Promise<B
 /** The first bytes of a stored file (its first chunk, at most), e.g. to check what it is. */
 export async function readHead(q: Queryable, file: StoredFile, n: number): Promise<Buffer> {
   if (file.size === 0) return Buffer.alloc(0);
-  return (await readChunk(q, file, 0)).subarray(0, n);
+  return (await readChunk(q, itemChunks(file), 0)).subarray(0, n);
 }
 
 /**
- * A stream of a stored file, reading the next chunk only when the consumer has taken the last
+ * A stream of a stored item file, reading the next chunk only when the consumer has taken the last
  * one: one chunk in memory per reader, whatever the file's size. It fails (and a download ends
  * short, so the client sees it was cut) if the file is replaced while it is read.
  */
 export function readStream(q: Queryable, file: StoredFile): Readable {
+  return streamChunks(q, itemChunks(file));
+}
+
+/** A stream of the chunks of any stored file, as `readStream` reads an item file. */
+export function streamChunks(q: Queryable, file: ChunkedFile): Readable {
   const count = chunkCount(file.size);
   let seq = 0;
   return new Readable({
@@ -214,7 +256,8 @@ export async function readAll(
     if (!file) return undefined;
     try {
       const chunks: Buffer[] = [];
-      for (let seq = 0; seq < chunkCount(file.size); seq++) chunks.push(await readChunk(q, file, seq));
+      for (let seq = 0; seq < chunkCount(file.size); seq++)
+        chunks.push(await readChunk(q, itemChunks(file), seq));
       return { file, bytes: Buffer.concat(chunks, file.size) };
     } catch (err) {
       if (!(err instanceof FileChangedError) || attempt >= 3) throw err;

@@ -11,6 +11,7 @@ import * as m0007 from "./migrations/0007-file-chunks.js";
 import * as m0008 from "./migrations/0008-sign-in-security.js";
 import * as m0009 from "./migrations/0009-full-text-search.js";
 import * as m0010 from "./migrations/0010-feature-layers.js";
+import * as m0011 from "./migrations/0011-feature-attachments.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -28,6 +29,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0008-sign-in-security": m0008,
   "0009-full-text-search": m0009,
   "0010-feature-layers": m0010,
+  "0011-feature-attachments": m0011,
 };
 
 /** Every migration this version knows, in order. */

@@ -24,6 +24,8 @@ export interface Database {
   comments: CommentTable;
   feature_services: FeatureServiceTable;
   feature_layers: FeatureLayerTable;
+  feature_attachments: FeatureAttachmentTable;
+  feature_attachment_chunks: FeatureAttachmentChunkTable;
   webhooks: WebhookTable;
   notifications: NotificationTable;
   notification_attempts: NotificationAttemptTable;
@@ -296,6 +298,37 @@ export interface FeatureLayerTable {
   last_edit_date: number;
   data_last_edit_date: number;
   next_object_id: number;
+  /** The next attachment id to give in the layer (migration 0011). */
+  next_attachment_id: Generated<number>;
+}
+
+/**
+ * Files attached to features of hosted layers (migration 0011), one row per attachment; its bytes
+ * are the `feature_attachment_chunks` rows of its `file_id`.
+ */
+export interface FeatureAttachmentTable {
+  /** The service's item. */
+  item_id: string;
+  layer_id: number;
+  /** The feature it is attached to. */
+  object_id: number;
+  /** Unique in the layer, never reused (`feature_layers.next_attachment_id`). */
+  attachment_id: number;
+  /** `{UPPER-CASE GUID}`, kept when the file is replaced. */
+  global_id: string;
+  name: string;
+  content_type: string;
+  keywords: string;
+  /** This version of the file; a replaced file gets a new id. */
+  file_id: string;
+  size: number;
+}
+
+/** An attachment's bytes in pieces of `FILE_CHUNK_BYTES`, as `item_file_chunks` (0011). */
+export interface FeatureAttachmentChunkTable {
+  file_id: string;
+  seq: number;
+  data: Buffer;
 }
 
 /** Organization webhooks (migration 0005). */

@@ -33,6 +33,12 @@ import type { LayerDefinition, StoredService } from "./service-definition.js";
 
 export type Operation = "query" | "create" | "update" | "delete";
 
+/**
+ * Ownership-based access control for one operation: the caller reaches only the features whose
+ * creator field holds `username` (null: an anonymous caller, who reaches none).
+ */
+export type OwnershipRestriction = { field: LayerField; username: string | null };
+
 export interface OpenLayer {
   row: ServiceRow;
   service: StoredService;
@@ -133,11 +139,11 @@ export class FeatureDataService {
     return open.service.definition.editorTrackingInfo ?? {};
   }
 
-  /** Refuses an operation the layer does not allow the caller; answers the ownership restriction. */
-  private authorize(
-    open: OpenLayer,
-    operation: Operation,
-  ): { field: LayerField; username: string | null } | undefined {
+  /**
+   * Refuses an operation the layer does not allow the caller; answers the ownership restriction.
+   * Public for the attachments of the layer's features, which follow the same rules.
+   */
+  authorize(open: OpenLayer, operation: Operation): OwnershipRestriction | undefined {
     if (open.privileged) return undefined;
     const caps = this.capabilities(open);
     const named = { query: "query", create: "create", update: "update", delete: "delete" }[operation];

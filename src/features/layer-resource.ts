@@ -99,6 +99,9 @@ export function layerResource(input: LayerResourceInput): Record<string, unknown
     allowGeometryUpdates:
       (definition.allowGeometryUpdates as boolean | undefined) ?? d.allowGeometryUpdates ?? true,
     hasAttachments: definition.hasAttachments === true,
+    // Attachments are sent as files (`addAttachment`, `updateAttachment`), never by upload id;
+    // `queryAttachments` is not answered (supportsQueryAttachments below), so clients ask per feature.
+    ...(definition.hasAttachments === true ? { supportsAttachmentsByUploadId: false } : {}),
     supportsRollbackOnFailureParameter: true,
     supportsApplyEditsWithGlobalIds: schema.globalIdField !== undefined,
     supportsStatistics: true,

@@ -1,5 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Engine, Queryable } from "../db/database.js";
+import { deleteFeatureAttachments, deleteLayerAttachments } from "./attachment-store.js";
 import { type Bounds, boundsOf, type Geometry } from "./geometry/esri-json.js";
 import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "./layer-schema.js";
 
@@ -115,9 +116,10 @@ export async function createLayerStorage(
   `.execute(q);
 }
 
-/** Drops the table of one layer and its entry; nothing when it has none. */
+/** Drops the table of one layer, its attachments and its entry; nothing when it has none. */
 export async function dropLayerStorage(q: AnyQueryable, itemId: string, layerId: number): Promise<void> {
   const table = tableName(itemId, layerId);
+  await deleteLayerAttachments(q, itemId, layerId);
   // The R*Tree exists on SQLite only; its triggers go with the table. IF EXISTS covers both engines.
   await sql`DROP TABLE IF EXISTS ${id(`${table}_rt`)}`.execute(q);
   await sql`DROP TABLE IF EXISTS ${id(table)}`.execute(q);
@@ -363,7 +365,7 @@ export async function updateRow(
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 
-/** Deletes rows by object id; answers the ids that existed. */
+/** Deletes rows by object id, and their attachments; answers the ids that existed. */
 export async function deleteRows(
   q: AnyQueryable,
   itemId: string,
@@ -379,6 +381,8 @@ export async function deleteRows(
       DELETE FROM ${id(table)} WHERE ${id(OID_COLUMN)} IN (${sql.join(ids)}) RETURNING ${id(OID_COLUMN)}
     `.execute(q);
     for (const r of result.rows) gone.add(Number(r.objectid));
+    // A feature's attachments go with it, in the same transaction: none outlives its feature.
+    await deleteFeatureAttachments(q, itemId, schema.id, ids);
   }
   return gone;
 }

@@ -54,6 +54,8 @@ const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["item_shares", "group_id", "groups", "id"],
   ["comments", "item_id", "items", "id"],
   ["feature_services", "item_id", "items", "id"],
+  ["feature_attachments", "item_id", "items", "id"],
+  ["feature_attachment_chunks", "file_id", "feature_attachments", "file_id"],
   ["notifications", "webhook_id", "webhooks", "id"],
   // A ping has no event (`event_id` empty); every other notification delivers a recorded one.
   ["notifications", "event_id", "events", "id", "c.event_id <> ''"],
@@ -158,6 +160,7 @@ const NO_NUL: readonly [string, readonly string[]][] = [
   ["folders", ["title"]],
   ["items", ["title", "type", "description", "snippet", "url"]],
   ["item_files", ["name", "content_type"]],
+  ["feature_attachments", ["name", "content_type", "keywords"]],
   ["groups", ["title", "description", "snippet"]],
   ["comments", ["comment"]],
   ["webhooks", ["name", "payload_url", "secret"]],
@@ -169,6 +172,7 @@ const NO_NUL: readonly [string, readonly string[]][] = [
 const ROW_NAME: Readonly<Record<string, string>> = {
   feature_services: "item_id",
   item_files: "item_id",
+  feature_attachments: "file_id",
   collaboration_participants: "portal_id",
 };
 
@@ -610,6 +614,48 @@ async function checkServices(select: Select, bad: Bad) {
       if (ids.some((id) => !Number.isSafeInteger(id) || id < 0))
         bad("service layers", where, `ids ${short(ids)}`);
       if (new Set(ids).size !== ids.length) bad("service layers", where, `duplicate ids ${short(ids)}`);
+    }
+  }
+  await checkAttachments(select, bad);
+}
+
+/**
+ * Attachments (0011) belong to a stored layer and to a feature that exists (deleting either
+ * deletes them), and their bytes are their chunks, as an item file's are.
+ */
+async function checkAttachments(select: Select, bad: Bad) {
+  const layers = await select(
+    `SELECT DISTINCT a.item_id, a.layer_id, l.table_name FROM feature_attachments a
+     LEFT JOIN feature_layers l ON l.item_id = a.item_id AND l.layer_id = a.layer_id`,
+  );
+  for (const l of layers) {
+    const where = `feature_attachments of ${l.item_id} layer ${Number(l.layer_id)}`;
+    if (l.table_name === null) {
+      bad("attachment", where, "the layer has no storage");
+      continue;
+    }
+    // Table names are made by the server from an item id and a layer id (`tableName`).
+    if (!/^fl_[0-9a-f]{32}_\d+$/.test(String(l.table_name))) continue;
+    const orphans = await select(
+      `SELECT a.object_id FROM feature_attachments a
+       WHERE a.item_id = '${l.item_id}' AND a.layer_id = ${Number(l.layer_id)}
+       AND NOT EXISTS (SELECT 1 FROM ${l.table_name} f WHERE f.objectid = a.object_id)`,
+    );
+    for (const o of orphans) bad("attachment", where, `feature ${Number(o.object_id)} does not exist`);
+  }
+  const files = await select(
+    `SELECT a.file_id, a.size, COUNT(c.seq) AS n, COALESCE(SUM(length(c.data)), 0) AS bytes
+     FROM feature_attachments a LEFT JOIN feature_attachment_chunks c ON c.file_id = a.file_id
+     GROUP BY a.file_id, a.size`,
+  );
+  for (const f of files) {
+    const size = Number(f.size);
+    if (Number(f.bytes) !== size || Number(f.n) !== Math.ceil(size / FILE_CHUNK_BYTES)) {
+      bad(
+        "file",
+        `feature_attachments ${f.file_id}`,
+        `size ${size} but ${Number(f.n)} chunks of ${Number(f.bytes)} bytes`,
+      );
     }
   }
 }

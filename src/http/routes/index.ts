@@ -2,6 +2,7 @@ import type { RouteDef } from "../pipeline.js";
 import { authRoutes } from "./auth.routes.js";
 import { collaborationRoutes } from "./collaboration.routes.js";
 import { contentRoutes } from "./content.routes.js";
+import { featureAttachmentRoutes } from "./feature-attachments.routes.js";
 import { featureServerRoutes } from "./feature-server.routes.js";
 import { groupRoutes } from "./group.routes.js";
 import { portalRoutes } from "./portal.routes.js";
@@ -20,6 +21,7 @@ export const allRoutes = [
   ...searchRoutes,
   ...groupRoutes,
   ...featureServerRoutes,
+  ...featureAttachmentRoutes,
   ...webhookRoutes,
   ...collaborationRoutes,
 ] as unknown as RouteDef[];
