@@ -1,0 +1,101 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { engine, form, startTestPortal, type TestPortal } from "./helpers/portico.js";
+
+/**
+ * Hosted feature layers against a hostile caller: values at the edges of what each parameter
+ * takes get a 400 naming the parameter (never a 500), and work stays bounded. Expected answers
+ * are worked out by hand from the small layers below.
+ */
+
+type User = { username: string; password: string; token: string };
+
+/** Ten points, object ids 1..10: `pop` is the object id times 10, at (id, id) in WGS 84. */
+const POINTS = Array.from({ length: 10 }, (_, i) => ({
+  attributes: { name: `p${i + 1}`, pop: (i + 1) * 10 },
+  geometry: { x: i + 1, y: i + 1 },
+}));
+
+describe("hosted feature layers: hostile input", () => {
+  let portal: TestPortal;
+  let owner: User;
+  let layer: string;
+  let table: string;
+
+  /** A POST whose answer is returned whatever its status, with the status. */
+  const post = async (url: string, params: Record<string, unknown>, token?: string) => {
+    const res = await fetch(url, {
+      method: "POST",
+      body: form({ f: "json", ...params, ...(token ? { token } : {}) }),
+    });
+    const text = await res.text();
+    return {
+      status: res.status,
+      type: res.headers.get("content-type") ?? "",
+      text,
+      json: () => JSON.parse(text),
+    };
+  };
+
+  beforeAll(async () => {
+    portal = await startTestPortal();
+    owner = await portal.addUser("hx_owner", "org_publisher");
+    const server = portal.api.replace(/\/sharing\/rest$/, "/rest");
+    const created = await portal.post(
+      `/content/users/${owner.username}/createService`,
+      {
+        createParameters: { name: "Hostile", capabilities: "Create,Delete,Query,Update,Editing" },
+        outputType: "featureService",
+      },
+      owner.token,
+    );
+    expect(created.success).toBe(true);
+    const added = await portal.post(
+      `${server}/admin/services/Hostile/FeatureServer/addToDefinition`,
+      {
+        addToDefinition: {
+          layers: [
+            {
+              name: "Points",
+              geometryType: "esriGeometryPoint",
+              spatialReference: { wkid: 4326 },
+              fields: [
+                { name: "name", type: "esriFieldTypeString", length: 20 },
+                { name: "pop", type: "esriFieldTypeInteger" },
+              ],
+            },
+          ],
+          tables: [{ name: "Rows", fields: [{ name: "v", type: "esriFieldTypeInteger" }] }],
+        },
+      },
+      owner.token,
+    );
+    expect(added, JSON.stringify(added)).toMatchObject({ success: true });
+    layer = `${server}/services/Hostile/FeatureServer/0`;
+    table = `${server}/services/Hostile/FeatureServer/1`;
+    const edits = await portal.post(`${layer}/addFeatures`, { features: POINTS }, owner.token);
+    expect(edits.addResults.every((r: { success: boolean }) => r.success)).toBe(true);
+    const rows = await portal.post(
+      `${table}/addFeatures`,
+      { features: [{ attributes: { v: 1 } }] },
+      owner.token,
+    );
+    expect(rows.addResults[0].success).toBe(true);
+  });
+
+  afterAll(async () => {
+    await portal?.stop();
+  });
+
+  it("answers a where of thousands of ORs (SQLite nests a flat chain as deep as it is long)", async () => {
+    // pop = 1 OR pop = 2 … OR pop = 3000: pop is 10..100, so the ten points match.
+    const where = Array.from({ length: 3000 }, (_, i) => `pop = ${i + 1}`).join(" OR ");
+    const answer = await post(`${layer}/query`, { where, returnCountOnly: true }, owner.token);
+    expect(answer.json()).toEqual({ count: 10 });
+    const and = Array.from({ length: 3000 }, () => "pop > 0").join(" AND ");
+    expect((await post(`${layer}/query`, { where: and, returnCountOnly: true }, owner.token)).json()).toEqual(
+      {
+        count: 10,
+      },
+    );
+  });
+});
