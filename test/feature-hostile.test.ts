@@ -98,4 +98,24 @@ describe("hosted feature layers: hostile input", () => {
       },
     );
   });
+
+  it("takes object id lists longer than either engine binds in one statement", async () => {
+    // 40,000 and 70,000 ids (over SQLite's 32,766 and PostgreSQL's 65,535 parameters), of which
+    // 3, 5 and 7 exist.
+    for (const n of [40_000, 70_000]) {
+      const objectIds = [3, 5, 7, ...Array.from({ length: n - 3 }, (_, i) => 1000 + i)].join(",");
+      const answer = await post(`${layer}/query`, { objectIds, returnIdsOnly: true }, owner.token);
+      expect(answer.json()).toEqual({ objectIdFieldName: "OBJECTID", objectIds: [3, 5, 7] });
+      const counted = await post(
+        `${layer}/query`,
+        { objectIds, where: "pop > 40", returnCountOnly: true },
+        owner.token,
+      );
+      expect(counted.json()).toEqual({ count: 2 });
+    }
+    // deleteFeatures by where and object ids reads the same list: nothing matches, nothing goes.
+    const objectIds = Array.from({ length: 40_000 }, (_, i) => 1000 + i).join(",");
+    const none = await post(`${layer}/deleteFeatures`, { where: "1=1", objectIds }, owner.token);
+    expect(none.json()).toEqual({ deleteResults: [] });
+  });
 });

@@ -99,12 +99,17 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
   if (query.objectIds) {
     if (query.objectIds.length === 0) s.add(" AND 1=0");
     else {
-      s.add(` AND t.${quote(OID_COLUMN)} IN (`);
-      query.objectIds.forEach((id, i) => {
-        if (i > 0) s.add(",");
-        s.value(id);
-      });
-      s.add(")");
+      // One parameter for the whole list: a query takes up to MAX_QUERY_OBJECT_IDS ids, more
+      // than either engine binds in one statement (SQLite 32,766, PostgreSQL 65,535).
+      if (ctx.engine === "sqlite") {
+        s.add(` AND t.${quote(OID_COLUMN)} IN (SELECT value FROM json_each(`)
+          .value(JSON.stringify(query.objectIds))
+          .add("))");
+      } else {
+        s.add(` AND t.${quote(OID_COLUMN)} = ANY(CAST(`)
+          .value(query.objectIds)
+          .add(" AS bigint[]))");
+      }
     }
   }
   if (ctx.creator) {
