@@ -118,4 +118,31 @@ describe("hosted feature layers: hostile input", () => {
     const none = await post(`${layer}/deleteFeatures`, { where: "1=1", objectIds }, owner.token);
     expect(none.json()).toEqual({ deleteResults: [] });
   });
+
+  it("refuses an envelope whose spans overflow a double, naming geometry, with or without a distance", async () => {
+    const huge = { xmin: -1e308, ymin: -1e308, xmax: 1e308, ymax: 1e308 };
+    for (const [params, named] of [
+      [{ geometry: JSON.stringify({ ...huge, spatialReference: { wkid: 3857 } }) }, "geometry"],
+      [{ geometry: JSON.stringify(huge), inSR: "32633" }, "geometry"],
+      // Buffering is what fails: the parameter named is the distance, as for any buffer that cannot be made.
+      [{ geometry: JSON.stringify(huge), distance: 1000, units: "esriSRUnit_Meter" }, "distance"],
+    ] as const) {
+      const answer = (await post(`${layer}/query`, { ...params, returnCountOnly: true }, owner.token)).json();
+      expect(answer.error, JSON.stringify(answer)).toMatchObject({ code: 400 });
+      expect(answer.error.message).toContain(`'${named}'`);
+    }
+    const deleted = (
+      await post(
+        `${layer}/deleteFeatures`,
+        { geometry: JSON.stringify({ ...huge, spatialReference: { wkid: 3857 } }) },
+        owner.token,
+      )
+    ).json();
+    expect(deleted.error).toMatchObject({ code: 400 });
+    expect(
+      (await post(`${layer}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).json(),
+    ).toEqual({
+      count: 10,
+    });
+  });
 });

@@ -83,6 +83,18 @@ export function bufferQueryGeometry(
   reference: ResolvedReference,
 ): BufferResult {
   if (!(meters > 0)) return { ok: true, value: geometry };
+  // Spans past the largest double (an envelope of ±1e308) make every point computed along an
+  // edge NaN, which proj4 refuses with a TypeError: no buffer of such a geometry exists.
+  const b = boundsOf(geometry);
+  if (!Number.isFinite(b.xmax - b.xmin) || !Number.isFinite(b.ymax - b.ymin)) {
+    return {
+      ok: false,
+      error: {
+        code: "outsideProjection",
+        message: "cannot buffer a geometry whose extent is beyond the range of a double",
+      },
+    };
+  }
   const wrap = wrapRange(reference);
   if (!wrap) {
     // biome-ignore lint/suspicious/noExplicitAny: proj4's Converter type does not expose the parsed projection.
