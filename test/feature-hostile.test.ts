@@ -145,4 +145,37 @@ describe("hosted feature layers: hostile input", () => {
       count: 10,
     });
   });
+
+  it("refuses a quantization tolerance too fine for the coordinates, naming quantizationParameters", async () => {
+    // Point (1, 1) is 1e300 steps of 1e-300 from the origin (0, 0): no integer holds that.
+    const quantizationParameters = JSON.stringify({
+      mode: "view",
+      tolerance: 1e-300,
+      originPosition: "upperLeft",
+      extent: { xmin: 0, ymin: 0, xmax: 1, ymax: 1 },
+    });
+    for (const f of ["pbf", "json"]) {
+      const answer = await post(
+        `${layer}/query`,
+        { where: "1=1", outFields: "*", quantizationParameters, f },
+        owner.token,
+      );
+      expect(answer.type).toContain("json");
+      expect(answer.json().error, answer.text).toMatchObject({ code: 400 });
+      expect(answer.json().error.message).toContain("'quantizationParameters'");
+    }
+    // A tolerance of 1 puts point (3, 3) at column 3, row 1 - 3 = -2 (rows grow downwards).
+    const coarse = JSON.stringify({
+      mode: "edit",
+      tolerance: 1,
+      originPosition: "upperLeft",
+      extent: { xmin: 0, ymin: 0, xmax: 1, ymax: 1 },
+    });
+    const answer = await post(
+      `${layer}/query`,
+      { objectIds: "3", quantizationParameters: coarse, f: "json" },
+      owner.token,
+    );
+    expect(answer.json().features).toEqual([{ attributes: { OBJECTID: 3 }, geometry: { x: 3, y: -2 } }]);
+  });
 });
