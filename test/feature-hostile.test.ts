@@ -178,4 +178,13 @@ describe("hosted feature layers: hostile input", () => {
     );
     expect(answer.json().features).toEqual([{ attributes: { OBJECTID: 3 }, geometry: { x: 3, y: -2 } }]);
   });
+
+  it("answers returnCentroid on a table without a shape to take it from", async () => {
+    for (const f of ["json", "pbf"]) {
+      const answer = await post(`${table}/query`, { where: "1=1", returnCentroid: true, f }, owner.token);
+      expect(answer.status).toBe(200);
+      if (f === "json") expect(answer.json().features).toEqual([{ attributes: { OBJECTID: 1 } }]);
+      else expect(answer.type).toContain("protobuf");
+    }
+  });
 });

@@ -504,7 +504,8 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
     ...(quantization ? { quantization } : {}),
     returnZ: params.returnZ === true,
     returnM: params.returnM === true,
-    returnCentroid: params.returnCentroid === true,
+    // A table has no shape column to take a centroid from.
+    returnCentroid: schema.geometryType !== undefined && params.returnCentroid === true,
     orderBy: readOrderBy(params.orderByFields, schema),
     offset,
     limit,
