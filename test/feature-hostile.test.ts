@@ -187,4 +187,18 @@ describe("hosted feature layers: hostile input", () => {
       else expect(answer.type).toContain("protobuf");
     }
   });
+
+  it("answers a where whose arithmetic overflows without an internal error", async () => {
+    for (const where of ["pop * 99999999999 * 99999999999 > 1", "pop * 1.5e308 * 10 > 1"]) {
+      const answer = (await post(`${layer}/query`, { where, returnCountOnly: true }, owner.token)).json();
+      if (engine === "postgres") {
+        // PostgreSQL refuses overflowing arithmetic.
+        expect(answer.error, JSON.stringify(answer)).toMatchObject({ code: 400 });
+        expect(answer.error.message).toContain("'where'");
+      } else {
+        // SQLite turns to floating point (and to infinity past the largest double): every pop is positive.
+        expect(answer).toEqual({ count: 10 });
+      }
+    }
+  });
 });

@@ -168,9 +168,21 @@ function orderBy(query: LayerQuery): string {
 }
 
 async function rowsOf(ctx: QueryContext, s: Statement): Promise<Record<string, unknown>[]> {
-  const result = await ctx.q.executeQuery(CompiledQuery.raw(s.text, s.parameters));
-  return result.rows as Record<string, unknown>[];
+  try {
+    const result = await ctx.q.executeQuery(CompiledQuery.raw(s.text, s.parameters));
+    return result.rows as Record<string, unknown>[];
+  } catch (err) {
+    // PostgreSQL refuses arithmetic that overflows its types (`pop * 1e10 * 1e10`, `1e308 * 10`),
+    // where SQLite turns to floating point. The only arithmetic a caller writes is in `where`.
+    if (ctx.engine === "postgres" && (err as { code?: unknown }).code === NUMERIC_VALUE_OUT_OF_RANGE) {
+      throw errors.invalidParameter("where", "computes a number beyond the range the database holds");
+    }
+    throw err;
+  }
 }
+
+/** PostgreSQL's SQLSTATE for numeric_value_out_of_range. */
+const NUMERIC_VALUE_OUT_OF_RANGE = "22003";
 
 /** A stored geometry as the query code handles it: Esri JSON with its type and flags. */
 export function readShape(text: unknown, schema: LayerSchema): Geometry | null {
