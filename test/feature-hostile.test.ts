@@ -201,4 +201,41 @@ describe("hosted feature layers: hostile input", () => {
       }
     }
   });
+
+  it("refuses to buffer a geometry with more vertices than a request may cost, naming geometry", async () => {
+    // 100 vertices zigzagging across 340 degrees: each edge is densified into 1,000 points, and
+    // the buffer took seconds of CPU and hundreds of MB.
+    const zigzag = {
+      paths: [Array.from({ length: 100 }, (_, i) => [i % 2 ? 170 : -170, -80 + (160 * i) / 100])],
+      spatialReference: { wkid: 4326 },
+    };
+    const many = {
+      paths: [Array.from({ length: 10_001 }, (_, i) => [i / 10_001, 0])],
+      spatialReference: { wkid: 4326 },
+    };
+    for (const geometry of [zigzag, many]) {
+      const answer = (
+        await post(
+          `${layer}/query`,
+          {
+            geometry: JSON.stringify(geometry),
+            geometryType: "esriGeometryPolyline",
+            distance: 1,
+            units: "esriSRUnit_Meter",
+            returnCountOnly: true,
+          },
+          owner.token,
+        )
+      ).json();
+      expect(answer.error, JSON.stringify(answer)).toMatchObject({ code: 400 });
+      expect(answer.error.message).toContain("'geometry'");
+    }
+    // A point buffered by 200 km reaches (2, 2) and (4, 4), about 157 km from (3, 3), not (1, 1) at 314 km.
+    const near = await post(
+      `${layer}/query`,
+      { geometry: "3,3", inSR: "4326", distance: 200, units: "esriSRUnit_Kilometer", returnIdsOnly: true },
+      owner.token,
+    );
+    expect(near.json()).toEqual({ objectIdFieldName: "OBJECTID", objectIds: [2, 3, 4] });
+  });
 });

@@ -410,7 +410,8 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
       const meters = toLinearUnits(distance, params.units);
       if (!meters.ok) throw bad("units", meters.error.message);
       const buffer = bufferQueryGeometry(geometry, meters.value, layerSr.reference);
-      if (!buffer.ok) throw bad("distance", buffer.error.message);
+      if (!buffer.ok)
+        throw bad(buffer.error.code === "tooManyVertices" ? "geometry" : "distance", buffer.error.message);
       geometry = buffer.value;
       boxes = boxesOf(geometry, layerSr.reference);
       buffered = true;
