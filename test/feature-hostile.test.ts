@@ -238,4 +238,42 @@ describe("hosted feature layers: hostile input", () => {
     );
     expect(near.json()).toEqual({ objectIdFieldName: "OBJECTID", objectIds: [2, 3, 4] });
   });
+
+  it("keeps the layer's edit dates when an edit has nothing to do, whoever sends it", async () => {
+    // A member may only query this service: empty edits need no capability, and must change nothing.
+    const member = await portal.addUser("hx_member", "org_user");
+    const server = portal.api.replace(/\/sharing\/rest$/, "/rest");
+    const created = await portal.post(
+      `/content/users/${owner.username}/createService`,
+      { createParameters: { name: "ReadOnly", capabilities: "Query" }, outputType: "featureService" },
+      owner.token,
+    );
+    await portal.post(
+      `${server}/admin/services/ReadOnly/FeatureServer/addToDefinition`,
+      { addToDefinition: { layers: [{ name: "Pts", geometryType: "esriGeometryPoint" }] } },
+      owner.token,
+    );
+    await portal.post(
+      `/content/users/${owner.username}/shareItems`,
+      { items: created.itemId, org: true },
+      owner.token,
+    );
+    const readOnly = `${server}/services/ReadOnly/FeatureServer`;
+    const dates = async () => (await portal.get(`${readOnly}/0`, {}, owner.token)).editingInfo;
+    const before = await dates();
+    expect((await post(`${readOnly}/0/applyEdits`, { adds: "[]" }, member.token)).json()).toEqual({
+      addResults: [],
+      updateResults: [],
+      deleteResults: [],
+    });
+    const edits = JSON.stringify(Array.from({ length: 20 }, () => ({ id: 0 })));
+    const answer = (await post(`${readOnly}/applyEdits`, { edits }, member.token)).json();
+    expect(answer).toHaveLength(20);
+    expect(
+      (await post(`${readOnly}/0/addFeatures`, { features: "[{}]" }, member.token)).json().error,
+    ).toMatchObject({
+      code: 403,
+    });
+    expect(await dates()).toEqual(before);
+  });
 });
