@@ -276,4 +276,25 @@ describe("hosted feature layers: hostile input", () => {
     });
     expect(await dates()).toEqual(before);
   });
+
+  it("refuses layerDefs that name a layer twice, which would multiply one query's work", async () => {
+    const service = layer.replace(/\/0$/, "");
+    const repeated = JSON.stringify(Array.from({ length: 100 }, () => ({ layerId: 0, where: "1=1" })));
+    const answer = (
+      await post(`${service}/query`, { layerDefs: repeated, returnIdsOnly: true }, owner.token)
+    ).json();
+    expect(answer.error, JSON.stringify(answer).slice(0, 200)).toMatchObject({ code: 400 });
+    expect(answer.error.message).toContain("'layerDefs'");
+    const once = await post(
+      `${service}/query`,
+      { layerDefs: JSON.stringify({ "0": "pop > 80", "1": "v = 1" }), returnCountOnly: true },
+      owner.token,
+    );
+    expect(once.json()).toEqual({
+      layers: [
+        { id: 0, count: 2 },
+        { id: 1, count: 1 },
+      ],
+    });
+  });
 });
