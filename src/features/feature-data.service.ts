@@ -265,6 +265,13 @@ export class FeatureDataService {
       } else throw errors.invalidParameter("layerDefs", "must be a JSON object or array");
     }
     if (defs.length > 100) throw errors.invalidParameter("layerDefs", "names more than 100 layers");
+    // Each layer once: repeating one would multiply the work (and the answer) of a single query.
+    const named = new Set<number>();
+    for (const def of defs) {
+      if (named.has(def.layerId))
+        throw errors.invalidParameter("layerDefs", `names layer ${def.layerId} twice`);
+      named.add(def.layerId);
+    }
     const layers = [];
     for (const def of defs) {
       const answer = (await this.query(

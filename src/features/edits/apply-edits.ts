@@ -131,6 +131,13 @@ export async function applyLayerEdits(
   const addResults: EditResult[] = [];
   const updateResults: EditResult[] = [];
   const deleteResults: EditResult[] = [];
+  // Nothing to do is no edit: the layer's edit dates stay, so that a caller without any edit
+  // capability (none is checked for an empty list) cannot move them.
+  const deleteCount =
+    "objectIds" in edits.deletes ? edits.deletes.objectIds.length : edits.deletes.globalIds.length;
+  if (edits.adds.length === 0 && edits.updates.length === 0 && deleteCount === 0) {
+    return { results: { id: schema.id, addResults, updateResults, deleteResults }, anyFailed: false };
+  }
 
   // Adds: checked first, then one range of ids for those that passed, then one insert.
   const adds: (CheckedAdd | EditError)[] = edits.adds.map((feature) => {

@@ -176,6 +176,11 @@ export function projector(from: ResolvedReference, to: ResolvedReference): Point
   if (from.key === to.key) return (x, y) => [x, y];
   const converter = converterFor(from, to);
   return (x, y) => {
+    // proj4 throws a TypeError for a coordinate that is not finite (an envelope of ±1e308 has
+    // infinite spans): it is a point outside the projection like any other.
+    if (!Number.isFinite(x) || !Number.isFinite(y)) {
+      throw new OutsideProjection(`(${x}, ${y}) cannot be projected from ${from.key} to ${to.key}.`);
+    }
     const out = converter.forward([x, y]);
     const px = out[0];
     const py = out[1];

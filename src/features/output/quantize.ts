@@ -202,21 +202,36 @@ export function defaultGrid(system: { geographic: boolean; metersPerUnit?: numbe
 export const ZM_SCALE = 0.0001;
 export const ZM_TRANSLATE = -100000;
 
-// Math.round gives -0 for values in (-0.5, 0); adding 0 makes it 0, so that no "-0" reaches an
-// answer or a comparison.
+/**
+ * A coordinate more steps from the grid's origin than an integer holds exactly (a tolerance of
+ * 1e-300, or a stored coordinate of 1e300): neither JSON nor a protocol buffer varint can carry it.
+ */
+export class QuantizationOverflow extends Error {
+  constructor(readonly value: number) {
+    super(`${value} is beyond the integer range of the quantization grid`);
+  }
+}
+
+function onGrid(steps: number, value: number): number {
+  if (!Number.isSafeInteger(steps)) throw new QuantizationOverflow(value);
+  // Math.round gives -0 for values in (-0.5, 0); adding 0 makes it 0, so that no "-0" reaches an
+  // answer or a comparison.
+  return steps + 0;
+}
+
 export function quantizeX(grid: QuantizationGrid, x: number): number {
-  return Math.round((x - grid.translateX) / grid.scaleX) + 0;
+  return onGrid(Math.round((x - grid.translateX) / grid.scaleX), x);
 }
 
 export function quantizeY(grid: QuantizationGrid, y: number): number {
   const steps = grid.originPosition === "upperLeft" ? grid.translateY - y : y - grid.translateY;
-  return Math.round(steps / grid.scaleY) + 0;
+  return onGrid(Math.round(steps / grid.scaleY), y);
 }
 
 /** A z or m value on the PBF grid; a missing or NaN m is written 0, as ArcGIS does. */
 export function quantizeZM(value: number | undefined): number {
   if (value === undefined || Number.isNaN(value)) return 0;
-  return Math.round((value - ZM_TRANSLATE) / ZM_SCALE);
+  return onGrid(Math.round((value - ZM_TRANSLATE) / ZM_SCALE), value);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { errors } from "../../errors.js";
 import { EncodedBody } from "../../http/render.js";
 import type { Geometry, PointGeometry, SpatialReference } from "../geometry/esri-json.js";
 import { centroidOf, dropZM, generalize, roundCoordinates, toGeoJsonGeometry } from "../geometry/output.js";
@@ -9,7 +10,13 @@ import {
 } from "../geometry/projection.js";
 import { fieldJson, type LayerSchema } from "../layer-schema.js";
 import { encodeQueryPbf } from "../output/pbf.js";
-import { gridOf, type QuantizableGeometry, quantizeGeometry, transformJson } from "../output/quantize.js";
+import {
+  gridOf,
+  type QuantizableGeometry,
+  QuantizationOverflow,
+  quantizeGeometry,
+  transformJson,
+} from "../output/quantize.js";
 import { type LayerQuery, layerReference } from "./layer-query.js";
 import type { FeatureRow, QueryResult } from "./run-query.js";
 
@@ -104,6 +111,24 @@ export function queryAnswer(
   result: QueryResult,
   format: AnswerFormat,
 ): unknown {
+  try {
+    return answerOf(layer, query, result, format);
+  } catch (err) {
+    if (!(err instanceof QuantizationOverflow)) throw err;
+    if (query.quantization) {
+      throw errors.invalidParameter(
+        "quantizationParameters",
+        `has a tolerance too fine for the features' coordinates (${err.value} is more steps from the origin than an integer holds)`,
+      );
+    }
+    throw errors.invalidParameter(
+      "f",
+      `cannot be pbf for these features: a coordinate (${err.value}) is beyond the precision grid of protocol buffer answers; ask for f=json`,
+    );
+  }
+}
+
+function answerOf(layer: LayerLike, query: LayerQuery, result: QueryResult, format: AnswerFormat): unknown {
   const schema = layer.schema;
   const out = outReference(layer, query, format);
   switch (result.mode) {

@@ -410,7 +410,8 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
       const meters = toLinearUnits(distance, params.units);
       if (!meters.ok) throw bad("units", meters.error.message);
       const buffer = bufferQueryGeometry(geometry, meters.value, layerSr.reference);
-      if (!buffer.ok) throw bad("distance", buffer.error.message);
+      if (!buffer.ok)
+        throw bad(buffer.error.code === "tooManyVertices" ? "geometry" : "distance", buffer.error.message);
       geometry = buffer.value;
       boxes = boxesOf(geometry, layerSr.reference);
       buffered = true;
@@ -504,7 +505,8 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
     ...(quantization ? { quantization } : {}),
     returnZ: params.returnZ === true,
     returnM: params.returnM === true,
-    returnCentroid: params.returnCentroid === true,
+    // A table has no shape column to take a centroid from.
+    returnCentroid: schema.geometryType !== undefined && params.returnCentroid === true,
     orderBy: readOrderBy(params.orderByFields, schema),
     offset,
     limit,

@@ -99,12 +99,17 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
   if (query.objectIds) {
     if (query.objectIds.length === 0) s.add(" AND 1=0");
     else {
-      s.add(` AND t.${quote(OID_COLUMN)} IN (`);
-      query.objectIds.forEach((id, i) => {
-        if (i > 0) s.add(",");
-        s.value(id);
-      });
-      s.add(")");
+      // One parameter for the whole list: a query takes up to MAX_QUERY_OBJECT_IDS ids, more
+      // than either engine binds in one statement (SQLite 32,766, PostgreSQL 65,535).
+      if (ctx.engine === "sqlite") {
+        s.add(` AND t.${quote(OID_COLUMN)} IN (SELECT value FROM json_each(`)
+          .value(JSON.stringify(query.objectIds))
+          .add("))");
+      } else {
+        s.add(` AND t.${quote(OID_COLUMN)} = ANY(CAST(`)
+          .value(query.objectIds)
+          .add(" AS bigint[]))");
+      }
     }
   }
   if (ctx.creator) {
@@ -163,9 +168,21 @@ function orderBy(query: LayerQuery): string {
 }
 
 async function rowsOf(ctx: QueryContext, s: Statement): Promise<Record<string, unknown>[]> {
-  const result = await ctx.q.executeQuery(CompiledQuery.raw(s.text, s.parameters));
-  return result.rows as Record<string, unknown>[];
+  try {
+    const result = await ctx.q.executeQuery(CompiledQuery.raw(s.text, s.parameters));
+    return result.rows as Record<string, unknown>[];
+  } catch (err) {
+    // PostgreSQL refuses arithmetic that overflows its types (`pop * 1e10 * 1e10`, `1e308 * 10`),
+    // where SQLite turns to floating point. The only arithmetic a caller writes is in `where`.
+    if (ctx.engine === "postgres" && (err as { code?: unknown }).code === NUMERIC_VALUE_OUT_OF_RANGE) {
+      throw errors.invalidParameter("where", "computes a number beyond the range the database holds");
+    }
+    throw err;
+  }
 }
+
+/** PostgreSQL's SQLSTATE for numeric_value_out_of_range. */
+const NUMERIC_VALUE_OUT_OF_RANGE = "22003";
 
 /** A stored geometry as the query code handles it: Esri JSON with its type and flags. */
 export function readShape(text: unknown, schema: LayerSchema): Geometry | null {

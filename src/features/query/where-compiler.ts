@@ -199,7 +199,7 @@ class Compiler {
           }
           return compiled.sql;
         });
-        return { sql: `(${parts.join(expr.type === "and" ? " AND " : " OR ")})`, type: "boolean" };
+        return { sql: balanced(parts, expr.type === "and" ? " AND " : " OR "), type: "boolean" };
       }
       case "not": {
         const operand = this.expr(expr.operand);
@@ -393,4 +393,16 @@ export function compileWhereAst(
     if (error instanceof CompileFailure) return { ok: false, error: error.error };
     throw error;
   }
+}
+
+/**
+ * `(a OP b OP c …)` nested as a balanced tree: SQLite parses a flat chain into a tree as deep as it
+ * is long and refuses one deeper than 1000 levels ("Expression tree is too large"), which a
+ * `where` of a few thousand ORs (well within WHERE_LIMITS) would reach. Balanced, 20,000 operands
+ * nest 15 levels. The operands keep their order, and with it the order of their `?` parameters.
+ */
+function balanced(parts: readonly string[], op: string): string {
+  if (parts.length <= 2) return `(${parts.join(op)})`;
+  const half = Math.ceil(parts.length / 2);
+  return `(${balanced(parts.slice(0, half), op)}${op}${balanced(parts.slice(half), op)})`;
 }
