@@ -473,6 +473,20 @@ describe("hosted feature layers: storage, query and edits", () => {
     ]);
   });
 
+  it("refuses coordinates beyond any spatial reference, which no answer could quantize", async () => {
+    const far = await portal.post(
+      `${cities}/addFeatures`,
+      { features: [{ attributes: { name: "Far" }, geometry: { x: 1e300, y: 1e300 } }] },
+      owner.token,
+    );
+    expect(far.addResults[0]).toMatchObject({ success: false, error: { code: 1015 } });
+    expect(
+      await portal.get(`${cities}/query`, { where: "name = 'Far'", returnCountOnly: true }, owner.token),
+    ).toEqual({
+      count: 0,
+    });
+  });
+
   it("updates attributes and geometry, and moves the layer's lastEditDate", async () => {
     const before = (await portal.get(cities, {}, owner.token)).editingInfo.lastEditDate;
     const updated = await portal.post(

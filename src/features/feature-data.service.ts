@@ -469,12 +469,13 @@ export class FeatureDataService {
       const deletes = parseDeletes(deletesRaw, { useGlobalIds });
       if (!deletes.ok)
         throw errors.invalidParameter("edits", `entry ${i} has deletes that ${deletes.reason}`);
-      total += adds.length + updates.length;
+      const nDeletes =
+        "objectIds" in deletes.value ? deletes.value.objectIds.length : deletes.value.globalIds.length;
+      // Deletes count too: each is a result to write and a row to find.
+      total += adds.length + updates.length + nDeletes;
       const restrictions: ReturnType<FeatureDataService["authorize"]>[] = [];
       if (adds.length > 0) restrictions.push(this.authorize(open, "create"));
       if (updates.length > 0) restrictions.push(this.authorize(open, "update"));
-      const nDeletes =
-        "objectIds" in deletes.value ? deletes.value.objectIds.length : deletes.value.globalIds.length;
       if (nDeletes > 0) restrictions.push(this.authorize(open, "delete"));
       const only = restrictions.find((r) => r !== undefined);
       plans.push({ open, edits: { adds, updates, deletes: deletes.value }, only });

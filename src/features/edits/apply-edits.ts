@@ -1,6 +1,6 @@
 import type { Engine, Queryable } from "../../db/database.js";
 import { errors } from "../../errors.js";
-import type { Geometry } from "../geometry/esri-json.js";
+import { boundsOf, type Geometry } from "../geometry/esri-json.js";
 import { projectGeometry, resolveSpatialReference } from "../geometry/projection.js";
 import type { LayerField, LayerSchema } from "../layer-schema.js";
 import {
@@ -95,6 +95,31 @@ const succeeded = (objectId: number, globalId: string | null): EditResult => ({
 
 /** A feature's geometry in the layer's spatial reference (it may name its own). */
 function inLayerReference(
+  schema: LayerSchema,
+  geometry: Geometry | null | undefined,
+): Geometry | null | undefined | EditError {
+  const placed = projected(schema, geometry);
+  if (placed && !isError(placed)) {
+    // Coordinates no spatial reference reaches (a point at 1e300) would be stored, and then break
+    // every answer that quantizes them (the Maps SDK's PBF tiles): refused here instead.
+    const b = boundsOf(placed);
+    const limit = layerReference(schema).reference.geographic ? MAX_GEOGRAPHIC : MAX_PROJECTED;
+    if (![b.xmin, b.ymin, b.xmax, b.ymax].every((v) => Number.isFinite(v) && Math.abs(v) <= limit)) {
+      return {
+        code: EDIT_ERRORS.geometryNotSet,
+        description: `Geometry could not be set: its coordinates must lie within ±${limit} in the layer's spatial reference.`,
+      };
+    }
+  }
+  return placed;
+}
+
+/** Largest coordinate stored: degrees (with room for features drawn across the antimeridian)... */
+const MAX_GEOGRAPHIC = 1_000;
+/** ...and projected units (a trillion meters is far beyond any projection's domain). */
+const MAX_PROJECTED = 1e12;
+
+function projected(
   schema: LayerSchema,
   geometry: Geometry | null | undefined,
 ): Geometry | null | undefined | EditError {
