@@ -29,6 +29,7 @@ export default defineConfig({
             ? ["test/cluster.test.ts", "test/database-loss.test.ts", "**/node_modules/**"]
             : ["test/browser/**", "**/node_modules/**"],
         env: { PORTICO_TEST_ENGINE: engine },
+        setupFiles: ["./test/setup/no-keep-alive.ts"],
         testTimeout: 30_000,
         hookTimeout: 30_000,
         pool: "forks",

@@ -181,7 +181,9 @@ describe("limits of one request, in process", () => {
   let portal: TestPortal;
   beforeAll(async () => {
     portal = await startTestPortal({
-      env: { PORTICO_HEADERS_TIMEOUT_SECONDS: "1", PORTICO_REQUEST_TIMEOUT_SECONDS: "2" },
+      // Short enough for the slow clients below to be cut within the test's time, long enough
+      // that an ordinary request of a starved process (two cores, several test files) is not.
+      env: { PORTICO_HEADERS_TIMEOUT_SECONDS: "3", PORTICO_REQUEST_TIMEOUT_SECONDS: "6" },
     });
   });
   afterAll(async () => {
