@@ -11,6 +11,12 @@ export interface LoadCase {
    * `error` object, so status codes alone would count a failing server as fast and healthy.
    */
   verify(body: string): boolean;
+  /**
+   * Awaited after the warm-up and after the measurement: the load generator abandons its requests
+   * in flight when it stops, and a slow server would otherwise still be serving them while the
+   * next measurement runs.
+   */
+  settle?: () => Promise<void>;
 }
 
 export interface LoadSettings {
@@ -42,8 +48,12 @@ const SAMPLE_CHARS = 300;
 
 /** Runs an unmeasured warm-up, then the measured load; connections are fresh for each. */
 export async function runLoad(c: LoadCase, settings: LoadSettings): Promise<LoadResult> {
-  if (settings.warmupS > 0) await fire(c, settings.connections, settings.warmupS);
+  if (settings.warmupS > 0) {
+    await fire(c, settings.connections, settings.warmupS);
+    await c.settle?.();
+  }
   const { result, samples } = await fire(c, settings.connections, settings.durationS);
+  await c.settle?.();
   return {
     name: c.name,
     rps: result.requests.average,

@@ -2,9 +2,12 @@ import { parseArgs } from "node:util";
 import { ATTACK_IDS } from "./abuse.js";
 
 /** The parts of a run, in the order they run; `--cases` picks some. */
-export const CASES = ["startup", "load", "sync", "nodes", "abuse"] as const;
-/** Cases that run only when asked for: they need PostgreSQL and several servers, or stress the machine. */
-const ON_REQUEST: readonly CaseName[] = ["nodes", "abuse"];
+export const CASES = ["startup", "load", "sync", "nodes", "abuse", "features"] as const;
+/**
+ * Cases that run only when asked for: they need PostgreSQL and several servers, stress the
+ * machine, or take minutes (loading a million features, installing Koop).
+ */
+const ON_REQUEST: readonly CaseName[] = ["nodes", "abuse", "features"];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -24,6 +27,10 @@ export interface BenchOptions {
   nodes: number;
   /** The attacks of the abuse case to run (all by default). */
   attacks: ReadonlySet<string>;
+  /** Points of the features case's layer. */
+  points: number;
+  /** Where `portico serve` of the features case writes its CPU profile (`node --cpu-prof`), if anywhere. */
+  cpuProfileDir: string | undefined;
 }
 
 /** Used by `--pg` alone; any database of the server works, it only hosts CREATE/DROP DATABASE. */
@@ -32,11 +39,15 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     nodes and abuse): startup times, the load cases (reads, writes, search,
-                     createService, webhooks, memory), the collaboration sync between two portals,
-                     the read and write cases on one node beside N nodes of one PostgreSQL
-                     database, and the attacks of issue 12 (peak RSS and worst /health latency
-                     of the server under each attack, beside the same without attack)
+                     nodes, abuse and features): startup times, the load cases (reads, writes,
+                     search, createService, webhooks, memory), the collaboration sync between two
+                     portals, the read and write cases on one node beside N nodes of one
+                     PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
+                     latency of the server under each attack, beside the same without attack),
+                     and a hosted point layer loaded through applyEdits and queried, beside a
+                     direct database reader and Koop
+  --points N         points of the features case's layer (default 1000000)
+  --cpu-prof DIR     write a CPU profile of the features case's portico server into DIR
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is
@@ -69,6 +80,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       "database-url": { type: "string" },
       nodes: { type: "string" },
       attacks: { type: "string" },
+      points: { type: "string" },
+      "cpu-prof": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
   });
@@ -79,6 +92,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   let cases = caseList(values.cases);
   if (values.nodes !== undefined && values.cases === undefined) cases = new Set<CaseName>(["nodes"]);
   if (values.attacks !== undefined && values.cases === undefined) cases = new Set<CaseName>(["abuse"]);
+  if (values.points !== undefined && values.cases === undefined) cases = new Set<CaseName>(["features"]);
   const attacks = attackList(values.attacks);
   const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
   const wantsPg = values.pg || fromEnv || cases.has("nodes");
@@ -97,6 +111,8 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     databaseUrl,
     nodes,
     attacks,
+    points: positive("points", values.points, 1_000_000, { integer: true }),
+    cpuProfileDir: values["cpu-prof"],
   };
 }
 

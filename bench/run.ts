@@ -16,6 +16,16 @@ import { ABUSE, type AttackFigures, abuseTable, measureAbuse } from "./abuse.js"
 import { cleanupAll, onCleanup } from "./cleanup.js";
 import { CONTENT, createServiceCase, searchCases, seedContent } from "./content.js";
 import { type DeliveryFigures, measureDelivery } from "./delivery.js";
+import {
+  FEATURES,
+  type FeaturesFigures,
+  featuresSummary,
+  type KoopFigures,
+  measureFeatures,
+  measureKoop,
+  Points,
+  planQueries,
+} from "./features.js";
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
 import { measureNodes, type NodesFigures } from "./nodes.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
@@ -249,7 +259,44 @@ async function main(): Promise<number> {
     }
   }
 
+  const features: FeaturesFigures[] = [];
+  let koop: KoopFigures | undefined;
+  if (options.cases.has("features")) {
+    section(
+      `Features: ${options.points.toLocaleString("en-US")} points loaded through applyEdits, then queried at ${settings.connections} connections (${settings.warmupS} s warm-up + ${settings.durationS} s each), beside a direct reader and Koop`,
+    );
+    const points = new Points(options.points);
+    const plan = planQueries(points);
+    say(
+      `  ${FEATURES.distinctRequests} distinct requests per case; envelopes of ${(plan.envelopes[0]!.xmax - plan.envelopes[0]!.xmin).toFixed(3)} degrees; tiles at zoom ${plan.zoom}`,
+    );
+    for (const engine of engines) {
+      try {
+        features.push(
+          await measureFeatures(engine, points, plan, settings, options.cpuProfileDir, {
+            start: (store, nodeArgs) => startPortico(engine, store, nodeArgs),
+            measure,
+            say,
+          }),
+        );
+      } catch (err) {
+        failures.push(`${engine.name} features: ${(err as Error).message}`);
+        say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+      }
+    }
+    try {
+      koop = await measureKoop(points, plan, settings, { measure, say });
+    } catch (err) {
+      failures.push(`koop features: ${(err as Error).message}`);
+      say(`  koop: FAILED: ${(err as Error).message}`);
+    }
+  }
+
   printSummary(baselines, figures, startups, syncs, scaling);
+  if (features.length || koop) {
+    say("");
+    say(featuresSummary(features, koop));
+  }
   if (abuse.length) {
     say("");
     say(abuseTable(abuse));
@@ -288,11 +335,11 @@ function redact(url: string): string {
   return parsed.toString();
 }
 
-async function startPortico(engine: Engine, store: Store): Promise<ServerProcess> {
+async function startPortico(engine: Engine, store: Store, nodeArgs: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
   return startServer({
     name: `portico (${engine.name})`,
-    args: [PORTICO_MAIN, "serve"],
+    args: [...nodeArgs, PORTICO_MAIN, "serve"],
     env: cleanEnv({
       ...store.env,
       ...ADMIN_ENV,

@@ -56,6 +56,8 @@ export class FeatureDataService {
   private readonly schemas = new Map<string, LayerSchema>();
   /** Layer extents by the data version they were computed for. */
   private readonly extents = new Map<string, Bounds | null>();
+  /** Counts of every feature of a layer, by the definition and data version they were taken at. */
+  private readonly counts = new Map<string, number>();
 
   constructor(
     private readonly db: Db,
@@ -215,6 +217,9 @@ export class FeatureDataService {
     // Anonymous callers under ownership control see nothing of others' features.
     if (restriction && restriction.username === null)
       return queryAnswer(open, query, emptyResult(query), format);
+    if (!restriction && countsEverything(query)) {
+      return queryAnswer(open, query, { mode: "count", count: await this.layerCount(open, query) }, format);
+    }
     const result = await runQuery(this.context(open, restriction), query);
     return queryAnswer(open, query, result, format);
   }
@@ -284,6 +289,29 @@ export class FeatureDataService {
       layers.push({ id: def.layerId, ...answer });
     }
     return { layers };
+  }
+
+  /**
+   * How many features a layer holds. Clients ask it all the time (the Maps SDK and QGIS on opening
+   * a layer, paging clients before each download), and counting a large table scans it on both
+   * engines; so the count is kept by the layer's data version, which every edit moves (in the
+   * edit's transaction) and which is read here first: a count taken after that read sees at least
+   * that version, and one that saw a later edit is filed under a version nobody reads again.
+   */
+  private async layerCount(open: OpenLayer, query: LayerQuery): Promise<number> {
+    const state = (await layerStates(this.db.kysely, open.row.item_id)).get(open.schema.id);
+    // The definition's version too: a layer dropped and added again restarts its data version.
+    const key =
+      state && `${open.row.item_id}/${open.schema.id}/${open.row.modified}/${state.dataLastEditDate}`;
+    const cached = key === undefined ? undefined : this.counts.get(key);
+    if (cached !== undefined) return cached;
+    const result = await runQuery(this.context(open, undefined), query);
+    const count = result.mode === "count" ? result.count : 0;
+    if (key !== undefined) {
+      if (this.counts.size >= SCHEMA_CACHE_LIMIT) this.counts.clear();
+      this.counts.set(key, count);
+    }
+    return count;
   }
 
   /** `<layer>/<objectId>`: one feature, every field. */
@@ -513,6 +541,16 @@ export class FeatureDataService {
     }
     return raw.returnEditMoment ? results.map((r) => ({ ...r, editMoment: now })) : results;
   }
+}
+
+/** A count of every feature: no filter but a `where` that is empty or `1=1`, as clients write "all". */
+function countsEverything(query: LayerQuery): boolean {
+  return (
+    query.mode === "count" &&
+    query.spatial === undefined &&
+    query.objectIds === undefined &&
+    /^\s*(1\s*=\s*1)?\s*$/.test(query.where)
+  );
 }
 
 function emptyResult(query: LayerQuery) {

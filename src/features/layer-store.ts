@@ -1,4 +1,4 @@
-import { type Kysely, type RawBuilder, sql } from "kysely";
+import { CompiledQuery, type Kysely, type RawBuilder, sql } from "kysely";
 import type { Engine, Queryable } from "../db/database.js";
 import { deleteFeatureAttachments, deleteLayerAttachments } from "./attachment-store.js";
 import { type Bounds, boundsOf, type Geometry } from "./geometry/esri-json.js";
@@ -307,9 +307,16 @@ function shapeValues(geometry: Geometry | null): (string | number | null)[] {
 /** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_PARAMETERS = 30_000;
 
-/** Inserts rows (object ids already given), in as few statements as the parameter limits allow. */
+/**
+ * Inserts rows (object ids already given), in as few statements as the parameter limits allow.
+ * The statement text is written here rather than through Kysely's `sql` template: a batch of
+ * 2,000 features is 20,000 parameters, and building and compiling a template node for each of
+ * them cost about a tenth of a bulk load's time. The text is the same for every full batch, so
+ * SQLite's statement cache (database.ts) prepares it once.
+ */
 export async function insertRows(
   q: AnyQueryable,
+  engine: Engine,
   itemId: string,
   schema: LayerSchema,
   rows: readonly RowWrite[],
@@ -317,19 +324,25 @@ export async function insertRows(
   if (rows.length === 0) return;
   const table = tableName(itemId, schema.id);
   const fields = schema.fields.filter((f) => f.column !== OID_COLUMN);
+  // Column names come from the layer schema (`f_<name>`, checked there), quoted as identifiers.
   const names = [OID_COLUMN, ...fields.map((f) => f.column)];
   if (schema.geometryType) names.push(SHAPE_COLUMN, ...BOUNDS_COLUMNS);
+  const head = `INSERT INTO "${table}" (${names.map((n) => `"${n.replaceAll('"', '""')}"`).join(", ")}) VALUES `;
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / names.length));
   for (let start = 0; start < rows.length; start += perStatement) {
-    const values = rows.slice(start, start + perStatement).map((row) => {
-      const v: (string | number | null)[] = [
-        row.objectId,
-        ...fields.map((f) => row.columns[f.column] ?? null),
-      ];
-      if (schema.geometryType) v.push(...shapeValues(row.geometry ?? null));
-      return sql`(${sql.join(v)})`;
-    });
-    await sql`INSERT INTO ${id(table)} (${sql.join(names.map(id))}) VALUES ${sql.join(values)}`.execute(q);
+    const batch = rows.slice(start, start + perStatement);
+    const parameters: (string | number | null)[] = [];
+    const tuples: string[] = [];
+    for (const row of batch) {
+      const first = parameters.length;
+      parameters.push(row.objectId);
+      for (const f of fields) parameters.push(row.columns[f.column] ?? null);
+      if (schema.geometryType) parameters.push(...shapeValues(row.geometry ?? null));
+      const marks: string[] = [];
+      for (let i = first + 1; i <= parameters.length; i++) marks.push(engine === "postgres" ? `$${i}` : "?");
+      tuples.push(`(${marks.join(", ")})`);
+    }
+    await q.executeQuery(CompiledQuery.raw(head + tuples.join(", "), parameters));
   }
 }
 

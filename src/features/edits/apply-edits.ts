@@ -194,7 +194,7 @@ export async function applyLayerEdits(
     rows.push({ objectId, columns: add.columns, geometry: add.geometry });
     addResults.push(succeeded(objectId, add.globalId ?? null));
   }
-  await insertRows(trx, itemId, schema, rows);
+  await insertRows(trx, options.engine, itemId, schema, rows);
 
   // Updates: one at a time (each names its own columns), after resolving GlobalIDs in one query.
   const updates: (CheckedUpdate | EditError)[] = edits.updates.map((feature) => {

@@ -1,3 +1,4 @@
+import proj4 from "proj4";
 import { describe, expect, it } from "vitest";
 import { envelopeParts, type Geometry, parseEsriGeometry } from "./esri-json.js";
 import {
@@ -158,6 +159,45 @@ describe("projector with published coordinates", () => {
       const [lon, lat] = projector(target, wgs84)(x, y);
       expect(lon).toBeCloseTo(10.123456, 8);
       expect(lat).toBeCloseTo(48.654321, 8);
+    }
+  });
+});
+
+describe("projector between WGS 84 and Web Mercator", () => {
+  // proj4 itself, from the EPSG definitions the references resolve to: what the shortcut replaces.
+  const viaProj4 = proj4(wgs84.definition, webMercator.definition);
+
+  it("gives proj4's coordinates to the bit, both ways, on a grid over the world and past its edges", () => {
+    const forward = projector(wgs84, webMercator);
+    const inverse = projector(webMercator, wgs84);
+    for (let lon = -200; lon <= 200; lon += 7.3) {
+      for (let lat = -89.5; lat <= 89.5; lat += 3.1) {
+        expect(forward(lon, lat)).toEqual(viaProj4.forward([lon, lat]));
+        const x = lon * 111_319.49;
+        const y = lat * 250_000;
+        expect(inverse(x, y)).toEqual(viaProj4.inverse([x, y]));
+      }
+    }
+    for (const [lon, lat] of [
+      [180, 0],
+      [-180, 85.0511287798],
+      [180.000001, -60],
+      [540, 10],
+    ] as const) {
+      expect(forward(lon, lat)).toEqual(viaProj4.forward([lon, lat]));
+    }
+  });
+
+  it("refuses the poles and beyond, where proj4 answers no number", () => {
+    const forward = projector(wgs84, webMercator);
+    for (const [lon, lat] of [
+      [0, 90],
+      [10, -90],
+      [0, 91],
+      [0, 89.999999999999],
+    ] as const) {
+      expect(viaProj4.forward([lon, lat]).every(Number.isFinite)).toBe(false);
+      expect(() => forward(lon, lat)).toThrow(/cannot be projected/);
     }
   });
 });

@@ -171,9 +171,50 @@ export type PointProjector = (x: number, y: number) => [number, number];
 
 class OutsideProjection extends Error {}
 
+/**
+ * WGS 84 longitude/latitude to and from Web Mercator, the pair nearly every web map projects
+ * between (a layer in one, the map in the other): proj4's spherical Mercator equations for
+ * EPSG:3857 (`merc.js`, `adjust_lon.js`: no datum shift, `+nadgrids=@null`), written out so that
+ * a tile of thousands of features does not pay for proj4's general pipeline on each point. They
+ * give proj4's results to the bit; projection.test.ts compares them.
+ */
+const MERCATOR_RADIUS = 6378137;
+const D2R = Math.PI / 180;
+const R2D = 180 / Math.PI;
+/** proj4's `adjust_lon` (its SPI is π rounded up, so that ±180° itself is not wrapped). */
+function adjustLongitude(radians: number): number {
+  // biome-ignore lint/suspicious/noApproximativeNumericConstant: proj4's constant, which is not π.
+  return Math.abs(radians) <= 3.14159265359 ? radians : radians - (radians < 0 ? -1 : 1) * 2 * Math.PI;
+}
+
+const geographicToMercator: PointProjector = (x, y) => {
+  const lat = y * D2R;
+  // proj4 answers nothing within 1e-10 radians of a pole, where Mercator runs to infinity.
+  const py =
+    Math.abs(Math.abs(lat) - Math.PI / 2) <= 1e-10
+      ? Number.NaN
+      : MERCATOR_RADIUS * Math.log(Math.tan(Math.PI / 4 + 0.5 * lat));
+  const px = MERCATOR_RADIUS * adjustLongitude(x * D2R);
+  if (!Number.isFinite(px) || !Number.isFinite(py)) {
+    throw new OutsideProjection(`(${x}, ${y}) cannot be projected from EPSG:4326 to EPSG:3857.`);
+  }
+  return [px, py];
+};
+
+const mercatorToGeographic: PointProjector = (x, y) => {
+  const px = adjustLongitude(x / MERCATOR_RADIUS) * R2D;
+  const py = (Math.PI / 2 - 2 * Math.atan(Math.exp(-y / MERCATOR_RADIUS))) * R2D;
+  if (!Number.isFinite(px) || !Number.isFinite(py)) {
+    throw new OutsideProjection(`(${x}, ${y}) cannot be projected from EPSG:3857 to EPSG:4326.`);
+  }
+  return [px, py];
+};
+
 /** Projects pairs from one spatial reference to another; the identity when they are the same. */
 export function projector(from: ResolvedReference, to: ResolvedReference): PointProjector {
   if (from.key === to.key) return (x, y) => [x, y];
+  if (from.key === "EPSG:4326" && to.key === "EPSG:3857") return geographicToMercator;
+  if (from.key === "EPSG:3857" && to.key === "EPSG:4326") return mercatorToGeographic;
   const converter = converterFor(from, to);
   return (x, y) => {
     // proj4 throws a TypeError for a coordinate that is not finite (an envelope of ±1e308 has
