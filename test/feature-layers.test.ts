@@ -729,6 +729,41 @@ describe("hosted feature layers: storage, query and edits", () => {
     ]);
   });
 
+  it("refuses a deleteFeatures by where that matches more features than one request may delete, deleting nothing", async () => {
+    await portal.post(
+      `/content/users/${owner.username}/createService`,
+      { createParameters: { name: "Many" }, outputType: "featureService" },
+      owner.token,
+    );
+    await portal.post(
+      `${admin}/Many/FeatureServer/addToDefinition`,
+      { addToDefinition: { layers: [{ name: "Pts", geometryType: "esriGeometryPoint" }] } },
+      owner.token,
+    );
+    const layer = `${services}/Many/FeatureServer/0`;
+    const points = (n: number, from: number) =>
+      Array.from({ length: n }, (_, i) => ({ attributes: {}, geometry: { x: (from + i) % 180, y: 0 } }));
+    for (const [n, from] of [
+      [6000, 0],
+      [4001, 6000],
+    ] as const) {
+      const added = await portal.post(`${layer}/addFeatures`, { features: points(n, from) }, owner.token);
+      expect(added.addResults).toHaveLength(n);
+    }
+    const refused = await portal.post(`${layer}/deleteFeatures`, { where: "1=1" }, owner.token);
+    expect(refused.error).toMatchObject({ code: 400 });
+    expect(JSON.stringify(refused.error)).toContain("where");
+    expect(JSON.stringify(refused.error)).toContain("10001");
+    expect(await portal.get(`${layer}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual({
+      count: 10001,
+    });
+    const some = await portal.post(`${layer}/deleteFeatures`, { where: "OBJECTID <= 10000" }, owner.token);
+    expect(some.deleteResults).toHaveLength(10000);
+    expect(await portal.get(`${layer}/query`, { where: "1=1", returnCountOnly: true }, owner.token)).toEqual({
+      count: 1,
+    });
+  });
+
   it("drops a layer's data with deleteFromDefinition and the service's with its item", async () => {
     const created = await portal.post(
       `/content/users/${owner.username}/createService`,

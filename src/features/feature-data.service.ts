@@ -8,7 +8,7 @@ import {
   RolledBack,
   rolledBackResults,
 } from "./edits/apply-edits.js";
-import { type DeleteIds, parseDeletes, parseFeatureList } from "./edits/values.js";
+import { type DeleteIds, MAX_EDIT_FEATURES, parseDeletes, parseFeatureList } from "./edits/values.js";
 import type { FeatureServiceService, ServiceRow } from "./feature-service.service.js";
 import type { Bounds } from "./geometry/esri-json.js";
 import { layerResource } from "./layer-resource.js";
@@ -398,7 +398,16 @@ export class FeatureDataService {
         mode: "ids",
       };
       const found = await runQuery(this.context(open, restrictions.delete), query);
-      deleteIds = { objectIds: found.mode === "ids" ? found.objectIds : [] };
+      const ids = found.mode === "ids" ? found.objectIds : [];
+      // One request deletes at most what one request may name: a where of 1=1 over a million
+      // features would be one transaction and a million results.
+      if (ids.length > MAX_EDIT_FEATURES) {
+        throw errors.invalidParameter(
+          raw.deleteQuery.where?.trim() ? "where" : "geometry",
+          `matches ${ids.length} features; one request deletes at most ${MAX_EDIT_FEATURES}: narrow it, or delete in several requests`,
+        );
+      }
+      deleteIds = { objectIds: ids };
     } else if (("objectIds" in deleteIds ? deleteIds.objectIds : deleteIds.globalIds).length > 0) {
       restrictions.delete = this.authorize(open, "delete");
     }
