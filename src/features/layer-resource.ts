@@ -134,16 +134,7 @@ export function layerResource(input: LayerResourceInput): Record<string, unknown
       supportsQueryAttachments: false,
     },
     supportsExtent: true,
-    ...(schema.editFields
-      ? {
-          editFieldsInfo: {
-            creationDateField: schema.editFields.creationDateField,
-            creatorField: schema.editFields.creatorField,
-            editDateField: schema.editFields.editDateField,
-            editorField: schema.editFields.editorField,
-          },
-        }
-      : {}),
+    ...(schema.editFields ? { editFieldsInfo: { ...schema.editFields } } : {}),
     editingInfo: { lastEditDate: input.lastEditDate, dataLastEditDate: input.dataLastEditDate },
     fields: (definition.fields as unknown[] | undefined) ?? [],
   };

@@ -360,15 +360,6 @@ export function completedDefinition(layer: LayerDefinition, schema: LayerSchema)
     fields: schema.fields.map(fieldJson),
     objectIdField: schema.objectIdField.name,
     globalIdField: schema.globalIdField?.name ?? "",
-    ...(schema.editFields
-      ? {
-          editFieldsInfo: {
-            creationDateField: schema.editFields.creationDateField,
-            creatorField: schema.editFields.creatorField,
-            editDateField: schema.editFields.editDateField,
-            editorField: schema.editFields.editorField,
-          },
-        }
-      : {}),
+    ...(schema.editFields ? { editFieldsInfo: { ...schema.editFields } } : {}),
   };
 }

@@ -2,6 +2,7 @@ import { errors } from "../../errors.js";
 import { bufferQueryGeometry, toLinearUnits } from "../geometry/distance.js";
 import {
   type Bounds,
+  boundsOf,
   envelopeParts,
   type Geometry,
   parseGeometryParam,
@@ -259,38 +260,7 @@ function boxesOf(geometry: Geometry, layerReference: ResolvedReference): Bounds[
     if (!parts.ok) throw bad("geometry", parts.error.message);
     return parts.value;
   }
-  return [boundsOfGeometry(geometry)];
-}
-
-function boundsOfGeometry(geometry: Geometry): Bounds {
-  let xmin = Number.POSITIVE_INFINITY;
-  let ymin = Number.POSITIVE_INFINITY;
-  let xmax = Number.NEGATIVE_INFINITY;
-  let ymax = Number.NEGATIVE_INFINITY;
-  const add = (p: number[]) => {
-    const [x, y] = p as [number, number];
-    if (x < xmin) xmin = x;
-    if (x > xmax) xmax = x;
-    if (y < ymin) ymin = y;
-    if (y > ymax) ymax = y;
-  };
-  switch (geometry.type) {
-    case "esriGeometryPoint":
-      add([geometry.x, geometry.y]);
-      break;
-    case "esriGeometryMultipoint":
-      geometry.points.forEach(add);
-      break;
-    case "esriGeometryPolyline":
-      for (const path of geometry.paths) path.forEach(add);
-      break;
-    case "esriGeometryPolygon":
-      for (const ring of geometry.rings) ring.forEach(add);
-      break;
-    case "esriGeometryEnvelope":
-      return { xmin: geometry.xmin, ymin: geometry.ymin, xmax: geometry.xmax, ymax: geometry.ymax };
-  }
-  return { xmin, ymin, xmax, ymax };
+  return [boundsOf(geometry)];
 }
 
 /** Latitudes Web Mercator can project: the Maps SDK's tile envelopes run past them. */
@@ -359,7 +329,7 @@ function projectQueryGeometry(
   const projected = projectGeometry(geometry, from, to);
   if (!projected.ok)
     throw bad("geometry", `cannot be projected to the layer's spatial reference: ${projected.error.message}`);
-  return { geometry: projected.value, boxes: [boundsOfGeometry(projected.value)] };
+  return { geometry: projected.value, boxes: [boundsOf(projected.value)] };
 }
 
 /** The layer's spatial reference, resolved (Web Mercator when neither the layer nor its service names one). */

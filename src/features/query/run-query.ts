@@ -1,7 +1,7 @@
 import { CompiledQuery } from "kysely";
 import type { Engine, Queryable } from "../../db/database.js";
 import { errors } from "../../errors.js";
-import type { Bounds, Geometry } from "../geometry/esri-json.js";
+import { type Bounds, boundsOf, type Geometry } from "../geometry/esri-json.js";
 import { prepareFilter } from "../geometry/relate.js";
 import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "../layer-schema.js";
 import { tableName } from "../layer-store.js";
@@ -340,7 +340,7 @@ async function extentOf(
     let count = 0;
     await eachExactMatch(ctx, query, [ctx.schema.objectIdField], (_row, geometry) => {
       count++;
-      if (geometry) extent = union(extent, boundsOfShape(geometry));
+      if (geometry) extent = union(extent, boundsOf(geometry));
       return true;
     });
     return { extent, count };
@@ -373,30 +373,6 @@ function union(a: Bounds | null, b: Bounds): Bounds {
     xmax: Math.max(a.xmax, b.xmax),
     ymax: Math.max(a.ymax, b.ymax),
   };
-}
-
-function boundsOfShape(geometry: Geometry): Bounds {
-  let b: Bounds | null = null;
-  const add = (p: number[]) => {
-    b = union(b, { xmin: p[0] as number, ymin: p[1] as number, xmax: p[0] as number, ymax: p[1] as number });
-  };
-  switch (geometry.type) {
-    case "esriGeometryPoint":
-      add([geometry.x, geometry.y]);
-      break;
-    case "esriGeometryMultipoint":
-      geometry.points.forEach(add);
-      break;
-    case "esriGeometryPolyline":
-      for (const p of geometry.paths) p.forEach(add);
-      break;
-    case "esriGeometryPolygon":
-      for (const r of geometry.rings) r.forEach(add);
-      break;
-    case "esriGeometryEnvelope":
-      return { xmin: geometry.xmin, ymin: geometry.ymin, xmax: geometry.xmax, ymax: geometry.ymax };
-  }
-  return b ?? { xmin: 0, ymin: 0, xmax: 0, ymax: 0 };
 }
 
 async function featuresOf(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
