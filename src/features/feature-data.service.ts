@@ -10,6 +10,10 @@ import {
 } from "./edits/apply-edits.js";
 import { type DeleteIds, MAX_EDIT_FEATURES, parseDeletes, parseFeatureList } from "./edits/values.js";
 import type { FeatureServiceService, ServiceRow } from "./feature-service.service.js";
+
+/** What `FeatureServiceService.open` answers: the service, its row and its item's owner. */
+type OpenedService = Awaited<ReturnType<FeatureServiceService["open"]>>;
+
 import type { Bounds } from "./geometry/esri-json.js";
 import { layerResource } from "./layer-resource.js";
 import { fieldNamed, type LayerField, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
@@ -66,7 +70,15 @@ export class FeatureDataService {
 
   /** The layer `layerId` of service `name`, if the caller may see it. */
   async open(caller: Caller | null, name: string, layerId: string): Promise<OpenLayer> {
-    const { row, service, owner } = await this.services.open(caller, name);
+    return this.layerOf(caller, await this.services.open(caller, name), layerId);
+  }
+
+  /**
+   * A layer of a service already opened for the caller: the service-level operations open the
+   * service once (its row, item and sharing) and find each of their layers here.
+   */
+  private layerOf(caller: Caller | null, opened: OpenedService, layerId: string): OpenLayer {
+    const { row, service, owner } = opened;
     const id = /^\d{1,9}$/.test(layerId) ? Number(layerId) : undefined;
     const layer = service.layers.find((l) => l.id === id);
     const table = layer ? undefined : service.tables.find((t) => t.id === id);
@@ -210,7 +222,10 @@ export class FeatureDataService {
     params: QueryParams,
     format: AnswerFormat,
   ): Promise<unknown> {
-    const open = await this.open(caller, name, layerId);
+    return this.queryLayer(await this.open(caller, name, layerId), params, format);
+  }
+
+  private async queryLayer(open: OpenLayer, params: QueryParams, format: AnswerFormat): Promise<unknown> {
     const restriction = this.authorize(open, "query");
     this.checkFormat(open, format);
     const query = readLayerQuery(params, open.schema, this.limits(open));
@@ -234,7 +249,8 @@ export class FeatureDataService {
     name: string,
     params: QueryParams & { layerDefs?: string | undefined },
   ): Promise<unknown> {
-    const { service } = await this.services.open(caller, name);
+    const opened = await this.services.open(caller, name);
+    const { service } = opened;
     let defs: { layerId: number; where?: string; outFields?: string }[];
     const text = params.layerDefs?.trim() ?? "";
     if (text === "") defs = [...service.layers, ...service.tables].map((l) => ({ layerId: l.id }));
@@ -279,10 +295,8 @@ export class FeatureDataService {
     }
     const layers = [];
     for (const def of defs) {
-      const answer = (await this.query(
-        caller,
-        name,
-        String(def.layerId),
+      const answer = (await this.queryLayer(
+        this.layerOf(caller, opened, String(def.layerId)),
         { ...params, where: def.where ?? params.where, outFields: def.outFields ?? params.outFields },
         "json",
       )) as Record<string, unknown>;
@@ -396,6 +410,9 @@ export class FeatureDataService {
       const query: LayerQuery = {
         ...readLayerQuery(raw.deleteQuery, open.schema, this.limits(open)),
         mode: "ids",
+        // One past the most one request deletes: enough to know the where matches too many,
+        // without reading a million ids to say so.
+        idsLimit: MAX_EDIT_FEATURES + 1,
       };
       const found = await runQuery(this.context(open, restrictions.delete), query);
       const ids = found.mode === "ids" ? found.objectIds : [];
@@ -404,7 +421,7 @@ export class FeatureDataService {
       if (ids.length > MAX_EDIT_FEATURES) {
         throw errors.invalidParameter(
           raw.deleteQuery.where?.trim() ? "where" : "geometry",
-          `matches ${ids.length} features; one request deletes at most ${MAX_EDIT_FEATURES}: narrow it, or delete in several requests`,
+          `matches at least ${ids.length} features; one request deletes at most ${MAX_EDIT_FEATURES}: narrow it, or delete in several requests`,
         );
       }
       deleteIds = { objectIds: ids };
@@ -477,12 +494,13 @@ export class FeatureDataService {
       only: ReturnType<FeatureDataService["authorize"]>;
     }[] = [];
     let total = 0;
+    const opened = await this.services.open(caller, name);
     for (const [i, entry] of decoded.entries()) {
       const e = entry as { id?: unknown; adds?: unknown; updates?: unknown; deletes?: unknown };
       if (typeof e !== "object" || e === null || typeof e.id !== "number") {
         throw errors.invalidParameter("edits", `entry ${i} must be an object with a layer id`);
       }
-      const open = await this.open(caller, name, String(e.id));
+      const open = this.layerOf(caller, opened, String(e.id));
       if (useGlobalIds && !open.schema.globalIdField) {
         throw errors.invalidParameter(
           "useGlobalIds",

@@ -107,6 +107,8 @@ export interface LayerQuery {
   mode: "features" | "count" | "ids" | "extent" | "distinct" | "statistics";
   /** With returnExtentOnly: also the count. */
   withCount: boolean;
+  /** With mode "ids": the most ids to read (a caller that only needs to know there are more). */
+  idsLimit?: number;
   statistics?: Statistic[];
   groupBy?: LayerField[];
 }

@@ -317,7 +317,7 @@ async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
   if (needsExact(query)) {
     await eachExactMatch(ctx, query, fields, (row) => {
       ids.push(objectIdOf(row, fields));
-      return true;
+      return query.idsLimit === undefined || ids.length < query.idsLimit;
     });
     return ids;
   }
@@ -326,6 +326,7 @@ async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
   s.text += f.text;
   s.parameters.push(...f.parameters);
   s.add(orderBy(query));
+  if (query.idsLimit !== undefined) s.add(" LIMIT ").value(query.idsLimit);
   for (const row of await rowsOf(ctx, s)) ids.push(objectIdOf(row, fields));
   return ids;
 }

@@ -1,4 +1,5 @@
 import { errors } from "../../errors.js";
+import type { LayerEditResults } from "../../features/edits/apply-edits.js";
 import {
   type AddToDefinition,
   addToDefinitionSchema,
@@ -82,6 +83,20 @@ const editFlags = {
   returnEditMoment: p.boolean(),
   gdbVersion: p.string({ maxLength: 256 }),
 };
+
+/**
+ * The answer of `addFeatures`, `updateFeatures` or `deleteFeatures`: their part of the layer's
+ * applyEdits results, with the edit moment when asked for.
+ */
+function onePart(
+  results: LayerEditResults & { editMoment?: number },
+  part: "addResults" | "updateResults" | "deleteResults",
+) {
+  return {
+    [part]: results[part],
+    ...(results.editMoment !== undefined ? { editMoment: results.editMoment } : {}),
+  };
+}
 
 const layerPath = (op: string) => `/services/:name/FeatureServer/:layerId/${op}`;
 
@@ -321,10 +336,7 @@ export const featureServerRoutes = [
         adds: params.features,
         addsParameter: "features",
       });
-      return {
-        addResults: r.addResults,
-        ...(r.editMoment !== undefined ? { editMoment: r.editMoment } : {}),
-      };
+      return onePart(r, "addResults");
     },
   }),
   defineRoute({
@@ -341,10 +353,7 @@ export const featureServerRoutes = [
         updates: params.features,
         updatesParameter: "features",
       });
-      return {
-        updateResults: r.updateResults,
-        ...(r.editMoment !== undefined ? { editMoment: r.editMoment } : {}),
-      };
+      return onePart(r, "updateResults");
     },
   }),
   defineRoute({
@@ -383,10 +392,7 @@ export const featureServerRoutes = [
             }
           : { deletes: params.objectIds, deletesParameter: "objectIds" as const }),
       });
-      return {
-        deleteResults: r.deleteResults,
-        ...(r.editMoment !== undefined ? { editMoment: r.editMoment } : {}),
-      };
+      return onePart(r, "deleteResults");
     },
   }),
   defineRoute({
