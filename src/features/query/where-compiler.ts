@@ -302,6 +302,9 @@ class Compiler {
           : `CAST(strftime('${SQLITE_EXTRACT[expr.field]}', ${operand.sql} / 1000.0, 'unixepoch') AS INTEGER)`;
         return { sql, type: "integer" };
       }
+      case "aggregate":
+        // The parser reads aggregates only for a havingClause, which is not compiled here.
+        throw mismatch(`${expr.fn} is an aggregate function, which only havingClause takes`, expr.position);
     }
   }
 
