@@ -4,6 +4,7 @@ import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
+import type { PayloadUrlCheck } from "./attempt.js";
 import type { WebhookConfig, WebhookSettings } from "./delivery-rules.js";
 import { parseTrigger } from "./triggers.js";
 import {
@@ -25,8 +26,10 @@ import {
 
 /**
  * Organization webhooks (`interface.md` §2.2, §4.2; `wire.md` §7): their definitions, the
- * organization's delivery settings, and the delivery history. Delivery itself is the
- * `DeliveryEngine`'s; this service asks it to check payload URLs and to wake up.
+ * organization's delivery settings, and the delivery history. Delivery itself is a background
+ * job's (`src/jobs/webhook-delivery.ts`); this service wakes it when it queues notifications.
+ * Every payload URL is checked before it is saved: the check is a constructor argument, so no
+ * way of building the service can skip it.
  */
 
 const PRIVILEGE = "portal:admin:manageWebhooks" as const;
@@ -40,14 +43,14 @@ export interface WebhookInput {
   events?: readonly string[] | undefined;
 }
 
-/** What the engine does for this service. */
-export interface DeliveryControl {
-  /** Why the payload URL cannot be reached, or undefined when it answered. */
-  checkUrl(url: string, secret: string, webhookName: string): Promise<string | undefined>;
-  /** New notifications are waiting. */
-  wake(): void;
+/** What this service needs beyond the database, given when it is built. */
+export interface WebhookServiceDeps {
+  /** Checks a payload URL before it is saved (`payloadUrlCheck`, through the address guard). */
+  checkPayloadUrl: PayloadUrlCheck;
   /** The portal's URL as payloads give it. */
-  portalUrl(): string;
+  portalUrl: () => string;
+  /** Delivery (`WebhookDelivery`), told when notifications were queued or became deliverable. */
+  delivery: { wake(): void };
 }
 
 export function webhookJson(row: WebhookRow, orgId: string) {
@@ -80,7 +83,6 @@ export function subscriptionOf(changes: string, events: readonly string[] | unde
 }
 
 export class WebhookService {
-  private control: DeliveryControl | undefined;
   /**
    * The delivery settings, read by the engine for every claim and every batch of outcomes. An
    * update announces `org`, so every node drops its copy.
@@ -90,13 +92,9 @@ export class WebhookService {
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
+    private readonly deps: WebhookServiceDeps,
   ) {
     this.settingsCache = new FeedCache(db.feed, ["org"]);
-  }
-
-  /** Connects the delivery engine, which is built after the services. */
-  attach(control: DeliveryControl): void {
-    this.control = control;
   }
 
   async list(caller: Caller | null, page: Page) {
@@ -171,7 +169,7 @@ export class WebhookService {
     await this.db.transaction(async (trx) => {
       if (!(await setWebhookActive(trx, id, active, caller.userId, now))) throw errors.webhookNotFound(id);
     });
-    if (active) this.control?.wake();
+    if (active) this.deps.delivery.wake();
     return { success: true };
   }
 
@@ -226,7 +224,7 @@ export class WebhookService {
       if (!exists) throw errors.notFound(`Notification '${which.notificationId}' of webhook '${id}'`);
       throw errors.conflict("The notification is already waiting to be delivered.");
     }
-    if (count > 0) this.control?.wake();
+    if (count > 0) this.deps.delivery.wake();
     return { success: true, redelivered: count };
   }
 
@@ -243,7 +241,7 @@ export class WebhookService {
       info: {
         webhookId: webhook.id,
         webhookName: webhook.name,
-        portalURL: this.control?.portalUrl() ?? "",
+        portalURL: this.deps.portalUrl(),
         when: now,
       },
       events: [
@@ -261,7 +259,7 @@ export class WebhookService {
     const notification = await this.db.transaction((trx) =>
       queueNotification(trx, { webhookId: webhook.id, eventId: "", payload }, now),
     );
-    this.control?.wake();
+    this.deps.delivery.wake();
     return { success: true, notificationId: notification.id };
   }
 
@@ -284,8 +282,7 @@ export class WebhookService {
   }
 
   private async checkUrl(url: string, secret: string, name: string): Promise<void> {
-    if (!this.control) return;
-    const problem = await this.control.checkUrl(url, secret, name);
+    const problem = await this.deps.checkPayloadUrl(url, secret, name);
     if (problem) throw errors.invalidParameter("url", `the payload URL check failed: ${problem}`);
   }
 

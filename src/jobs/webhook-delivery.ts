@@ -1,15 +1,15 @@
 import type { Db } from "../db/database.js";
 import { markDispatched, takeUndispatched } from "../events/outbox.js";
 import type { DeliveryOutcome } from "../observability/metrics.js";
-import { type OutboundGuard, OutboundRefused } from "../outbound/guard.js";
+import type { OutboundGuard } from "../outbound/guard.js";
+import { describeFailure, postSigned } from "../webhooks/attempt.js";
 import {
   attemptTimeoutMs,
   retryAfterMs,
   type WebhookConfig,
   type WebhookSettings,
-} from "./delivery-rules.js";
-import { deliveryHeaders } from "./signature.js";
-import { parseTrigger, type Trigger, triggerCovers } from "./triggers.js";
+} from "../webhooks/delivery-rules.js";
+import { parseTrigger, type Trigger, triggerCovers } from "../webhooks/triggers.js";
 import {
   activeWebhooks,
   type Claimed,
@@ -21,8 +21,9 @@ import {
   releaseAllLeases,
   releaseLeases,
   type WebhookRow,
-} from "./webhook.repository.js";
-import type { DeliveryControl } from "./webhook.service.js";
+} from "../webhooks/webhook.repository.js";
+import type { WebhookService } from "../webhooks/webhook.service.js";
+import type { WakeUp } from "./wake-up.js";
 
 /**
  * Delivers webhook notifications, at least once (`wire.md` §7).
@@ -35,16 +36,20 @@ import type { DeliveryControl } from "./webhook.service.js";
  *    receiver recognizes by `webhook-id`); a crash never loses one: the lease runs out and the
  *    notification is claimed again.
  *
- * The engine wakes on every committed event (the `events` change; NOTIFY across nodes on
- * PostgreSQL) and polls as a backstop. Each webhook has at most `perWebhook` attempts in flight,
+ * The job wakes on every committed event (the `events` change; NOTIFY across nodes on
+ * PostgreSQL), when the webhook service queues notifications (pings, redeliveries) or activates a
+ * webhook (its `WakeUp`), and polls as a backstop. Each webhook has at most `perWebhook` attempts in flight,
  * so a slow or dead receiver holds only its own slots and never delays the others.
  */
 
-export interface DeliveryOptions {
+export interface WebhookDeliveryOptions {
   db: Db;
-  guard: OutboundGuard;
-  /** The webhook service: it hands URL checks and wake-ups to the engine, and owns the settings. */
-  webhooks: { attach(control: DeliveryControl): void; deliverySettings(): Promise<WebhookSettings> };
+  guard: Pick<OutboundGuard, "post">;
+  /** The delivery settings as they stand (kept by the webhook service, cached across claims). */
+  settings: Pick<WebhookService, "deliverySettings">;
+  /** Called by the webhook service when it queued notifications or made some deliverable. */
+  wakeUp: Pick<WakeUp, "listen">;
+  /** The portal's URL as payloads give it. */
   portalUrl: () => string;
   onError: (err: unknown, what: string) => void;
   /** Told how recorded attempts ended, after their outcome committed (for metrics). */
@@ -57,8 +62,6 @@ export interface DeliveryOptions {
   pollMs?: number;
 }
 
-/** How much of a receiver's answer is kept per attempt. */
-const RESPONSE_EXCERPT_BYTES = 4096;
 /** Events turned into notifications per dispatch transaction. */
 const DISPATCH_BATCH = 500;
 /**
@@ -66,10 +69,8 @@ const DISPATCH_BATCH = 500;
  * attempt's timeout a node that died mid-attempt holds up the notification on PostgreSQL.
  */
 const LEASE_MARGIN_MS = 5_000;
-/** A check of the payload URL at creation gets this long, whatever the settings say. */
-const CHECK_TIMEOUT_MS = 10_000;
 
-export class DeliveryEngine implements DeliveryControl {
+export class WebhookDelivery {
   private readonly maxInFlight: number;
   private readonly perWebhook: number;
   private readonly inFlight = new Map<string, number>();
@@ -86,14 +87,14 @@ export class DeliveryEngine implements DeliveryControl {
   /** Notifications whose attempt was cut off by the shutdown: their leases are released. */
   private readonly handedBack: string[] = [];
 
-  constructor(private readonly options: DeliveryOptions) {
+  constructor(private readonly options: WebhookDeliveryOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
     this.perWebhook = options.perWebhook ?? 16;
-    options.webhooks.attach(this);
   }
 
   async start(): Promise<void> {
     const { db } = this.options;
+    this.options.wakeUp.listen(() => this.wake());
     // One process owns an embedded database (portico.lock), so a lease still running at start-up
     // was held by a process that died: its notifications are due again now, not when it expires.
     // On PostgreSQL other nodes may be alive; there leases run out by themselves.
@@ -137,10 +138,6 @@ export class DeliveryEngine implements DeliveryControl {
     }
   }
 
-  portalUrl(): string {
-    return this.options.portalUrl();
-  }
-
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -149,32 +146,6 @@ export class DeliveryEngine implements DeliveryControl {
     }
     this.running = true;
     setImmediate(() => void this.pass());
-  }
-
-  async checkUrl(url: string, secret: string, webhookName: string): Promise<string | undefined> {
-    const now = Date.now();
-    // An empty notification: receivers see the signed headers and no events.
-    const body = JSON.stringify({
-      info: { webhookId: "", webhookName, portalURL: this.portalUrl(), when: now },
-      events: [],
-    });
-    try {
-      const res = await this.options.guard.post(url, {
-        headers: {
-          "content-type": "application/json",
-          "user-agent": "portico-webhooks",
-          ...deliveryHeaders(`check_${now}`, body, secret, new Date(now)),
-        },
-        body,
-        connectTimeoutMs: CHECK_TIMEOUT_MS,
-        totalTimeoutMs: CHECK_TIMEOUT_MS,
-        maxResponseBytes: RESPONSE_EXCERPT_BYTES,
-      });
-      if (res.status >= 200 && res.status < 300) return undefined;
-      return `${url} answered HTTP ${res.status}`;
-    } catch (err) {
-      return describeFailure(err);
-    }
   }
 
   private async pass(): Promise<void> {
@@ -195,7 +166,7 @@ export class DeliveryEngine implements DeliveryControl {
   /** Turns a batch of outbox events into notifications; returns how many events it took. */
   private async dispatch(): Promise<number> {
     const { db } = this.options;
-    const portalURL = this.portalUrl();
+    const portalURL = this.options.portalUrl();
     return db.transaction(async (trx) => {
       const events = await takeUndispatched(trx, db.engine, DISPATCH_BATCH);
       if (events.length === 0) return 0;
@@ -237,7 +208,7 @@ export class DeliveryEngine implements DeliveryControl {
     const free = this.maxInFlight - this.inFlightTotal;
     if (free <= 0) return;
     const { db } = this.options;
-    const settings = await this.options.webhooks.deliverySettings();
+    const settings = await this.options.settings.deliverySettings();
     const now = Date.now();
     const leaseMs = attemptTimeoutMs(settings) + LEASE_MARGIN_MS;
     const claimed = await db.transaction((trx) =>
@@ -260,21 +231,16 @@ export class DeliveryEngine implements DeliveryControl {
     const { notification, webhook } = claimed;
     const started = Date.now();
     const config = JSON.parse(webhook.config) as WebhookConfig;
-    const headers: Record<string, string> = {
-      "content-type": "application/json",
-      "user-agent": "portico-webhooks",
-      ...deliveryHeaders(notification.id, notification.payload, webhook.secret, new Date(started)),
-    };
-    if (config.sendSecretHeader && webhook.secret !== "") headers["x-esriHook-Secret"] = webhook.secret;
     let outcome: Outcome;
     try {
-      const limit = attemptTimeoutMs(settings);
-      const res = await this.options.guard.post(webhook.payload_url, {
-        headers,
+      const res = await postSigned(this.options.guard, {
+        url: webhook.payload_url,
+        id: notification.id,
         body: notification.payload,
-        connectTimeoutMs: limit,
-        totalTimeoutMs: limit,
-        maxResponseBytes: RESPONSE_EXCERPT_BYTES,
+        secret: webhook.secret,
+        sendSecretHeader: config.sendSecretHeader,
+        when: new Date(started),
+        timeoutMs: attemptTimeoutMs(settings),
         signal: this.abort.signal,
       });
       outcome = {
@@ -333,7 +299,7 @@ export class DeliveryEngine implements DeliveryControl {
   }
 
   private async record(batch: Outcome[]): Promise<void> {
-    const settings = await this.options.webhooks.deliverySettings();
+    const settings = await this.options.settings.deliverySettings();
     const { db } = this.options;
     const tally = await db.transaction((trx) => recordOutcomes(trx, db.engine, batch, settings, Date.now()));
     for (const [outcome, count] of Object.entries(tally)) {
@@ -355,18 +321,4 @@ function triggersOf(webhook: WebhookRow): Trigger[] {
     if (typeof t !== "string") triggers.push(t);
   }
   return triggers;
-}
-
-function describeFailure(err: unknown): string {
-  if (err instanceof OutboundRefused) return `refused: ${err.message}`;
-  const e = err as {
-    name?: string;
-    code?: string;
-    message?: string;
-    cause?: { code?: string; message?: string };
-  };
-  if (e?.name === "TimeoutError" || e?.name === "AbortError") return "timed out";
-  const code = e?.code ?? e?.cause?.code;
-  const message = e?.cause?.message ?? e?.message ?? String(err);
-  return code ? `${code}: ${message}` : message;
 }
