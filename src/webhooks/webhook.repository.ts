@@ -425,7 +425,9 @@ export async function recordOutcomes(
   // counted from the last activation at the earliest.
   for (const webhookId of failedFor) {
     if (deactivate.has(webhookId)) continue;
-    const webhook = batch.find((o) => o.claimed.webhook.id === webhookId)?.claimed.webhook as WebhookRow;
+    // The webhook as the batch's first attempt for it was claimed (`failedFor` holds only those).
+    const webhook = batch.find((o) => o.claimed.webhook.id === webhookId)?.claimed.webhook;
+    if (!webhook) continue;
     const policy = deactivationPolicyOf(webhook.config);
     const current = await q
       .selectFrom("webhooks")

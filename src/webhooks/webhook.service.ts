@@ -84,7 +84,7 @@ export function subscriptionOf(changes: string, events: readonly string[] | unde
 
 export class WebhookService {
   /**
-   * The delivery settings, read by the engine for every claim and every batch of outcomes. An
+   * The delivery settings, read by the delivery job for every claim and batch of outcomes. An
    * update announces `org`, so every node drops its copy.
    */
   private readonly settingsCache: FeedCache<"settings", WebhookSettings>;
