@@ -16,6 +16,7 @@ import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
 import { UserService } from "./users/user.service.js";
+import { payloadUrlCheck } from "./webhooks/attempt.js";
 import { WebhookService } from "./webhooks/webhook.service.js";
 
 /** The domain services of one process. Built once at start-up; no container, no globals. */
@@ -50,6 +51,11 @@ export interface ServiceOptions {
   searchTimeoutMs: number;
   /** Limits of concurrent password hashing (sign-in, password changes). */
   hashing: HashingLimits;
+  /**
+   * Woken when webhook notifications are queued: the `WakeUp` the webhook delivery job (built
+   * after the services, in `createJobs`) listens to.
+   */
+  webhookDelivery: { wake(): void };
   onError: (err: unknown, what: string) => void;
 }
 
@@ -82,7 +88,11 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     featureServices,
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),
-    webhooks: new WebhookService(db, portal),
+    webhooks: new WebhookService(db, portal, {
+      checkPayloadUrl: payloadUrlCheck(options.guard, options.portalUrl),
+      portalUrl: options.portalUrl,
+      delivery: options.webhookDelivery,
+    }),
     collaborations,
     sync: new SyncEngine({ db, collaborations, staleMs: options.syncStaleMs, onError: options.onError }),
   };
