@@ -130,7 +130,7 @@ export const collaborationRoutes = [
           name: params.workspaceName,
           description: params.workspaceDescription ?? "",
           portalGroupId: params.portalGroupId,
-          accessMode: params.accessMode as AccessMode | undefined,
+          accessMode: params.accessMode,
           config: params.config,
         },
         contact: contactOf(params, "host"),
@@ -174,8 +174,7 @@ export const collaborationRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.get(caller, path.collaborationId as string),
+    handler: async ({ path, caller, services }) => services.collaborations.get(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.updateInfo",
@@ -185,7 +184,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateInfo(caller, path.collaborationId as string, params),
+      services.collaborations.updateInfo(caller, path.collaborationId, params),
   }),
   defineRoute({
     name: "collaborations.delete",
@@ -195,7 +194,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.delete(caller, path.collaborationId as string),
+      services.collaborations.delete(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.removeParticipation",
@@ -206,7 +205,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipation(caller, path.collaborationId as string),
+      services.collaborations.removeParticipation(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.inviteParticipant",
@@ -220,7 +219,7 @@ export const collaborationRoutes = [
       expiration: p.integer({ min: 1, max: 8760 }),
     },
     handler: async ({ params, path, caller, services }) => {
-      const cid = path.collaborationId as string;
+      const cid = path.collaborationId;
       const { id, text } = await services.collaborations.invite(caller, cid, {
         guestPortalUrl: params.guestPortalUrl,
         workspaces: modeMap(
@@ -239,7 +238,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invitations(caller, path.collaborationId as string),
+      services.collaborations.invitations(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.invitations.invalidate",
@@ -249,11 +248,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invalidateInvitation(
-        caller,
-        path.collaborationId as string,
-        path.invitationId as string,
-      ),
+      services.collaborations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
   }),
   defineRoute({
     name: "collaborations.invitations.refresh",
@@ -265,8 +260,8 @@ export const collaborationRoutes = [
     handler: async ({ params, path, caller, services }) => {
       const { id, text } = await services.collaborations.refreshInvitation(
         caller,
-        path.collaborationId as string,
-        path.invitationId as string,
+        path.collaborationId,
+        path.invitationId,
         params.expiration ?? 72,
       );
       return json(text, fileName("collaboration-invitation", id));
@@ -280,7 +275,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => {
-      const cid = path.collaborationId as string;
+      const cid = path.collaborationId;
       return json(
         await services.collaborations.exportResponse(caller, cid),
         fileName("collaboration-response", cid),
@@ -303,7 +298,7 @@ export const collaborationRoutes = [
           "invitationResponseJSON",
           "invitationResponseFile",
         );
-        const cid = path.collaborationId as string;
+        const cid = path.collaborationId;
         return op === "validateInvitationResponse"
           ? services.collaborations.validateResponse(caller, cid, text, param)
           : services.collaborations.importResponse(caller, cid, text, param);
@@ -318,7 +313,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.participants(caller, path.collaborationId as string),
+      services.collaborations.participants(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.participant",
@@ -328,11 +323,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.participant(
-        caller,
-        path.collaborationId as string,
-        path.participantId as string,
-      ),
+      services.collaborations.participant(caller, path.collaborationId, path.participantId),
   }),
   defineRoute({
     name: "collaborations.participant.updateAccessModes",
@@ -344,8 +335,8 @@ export const collaborationRoutes = [
     handler: async ({ params, path, caller, services }) =>
       services.collaborations.updateAccessModes(
         caller,
-        path.collaborationId as string,
-        path.participantId as string,
+        path.collaborationId,
+        path.participantId,
         modeMap(params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>),
       ),
   }),
@@ -362,8 +353,8 @@ export const collaborationRoutes = [
       }
       return services.collaborations.updateDeletePolicy(
         caller,
-        path.collaborationId as string,
-        path.participantId as string,
+        path.collaborationId,
+        path.participantId,
         params,
       );
     },
@@ -376,11 +367,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipant(
-        caller,
-        path.collaborationId as string,
-        path.participantId as string,
-      ),
+      services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId),
   }),
   defineRoute({
     name: "collaborations.addWorkspace",
@@ -395,11 +382,11 @@ export const collaborationRoutes = [
       accessMode: p.string({ enum: MODES }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.addWorkspace(caller, path.collaborationId as string, {
+      services.collaborations.addWorkspace(caller, path.collaborationId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
-        accessMode: params.accessMode as AccessMode | undefined,
+        accessMode: params.accessMode,
         config: params.config,
       }),
   }),
@@ -411,7 +398,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspaces(caller, path.collaborationId as string),
+      services.collaborations.workspaces(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.workspace",
@@ -421,7 +408,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspace(caller, path.collaborationId as string, path.workspaceId as string),
+      services.collaborations.workspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.updateInfo",
@@ -431,16 +418,11 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: workspaceFields,
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateWorkspaceInfo(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        {
-          name: params.collaborationWorkspaceName,
-          description: params.collaborationWorkspaceDescription,
-          config: params.config,
-        },
-      ),
+      services.collaborations.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
+        name: params.collaborationWorkspaceName,
+        description: params.collaborationWorkspaceDescription,
+        config: params.config,
+      }),
   }),
   defineRoute({
     name: "collaborations.workspace.updatePortalGroupLink",
@@ -455,12 +437,7 @@ export const collaborationRoutes = [
       copyByRefIfCopyFail: p.boolean(),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params,
-      ),
+      services.collaborations.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
   }),
   defineRoute({
     name: "collaborations.workspace.removePortalGroupLink",
@@ -470,11 +447,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.collaborations.removeGroupLink(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -484,11 +457,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.deleteWorkspace(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.collaborations.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
@@ -498,12 +467,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { async: p.boolean() },
     handler: async ({ params, path, caller, services }) =>
-      services.sync.requestSync(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params.async !== true,
-      ),
+      services.sync.requestSync(caller, path.collaborationId, path.workspaceId, params.async !== true),
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus",
@@ -513,7 +477,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.status(caller, path.collaborationId as string, path.workspaceId as string),
+      services.sync.status(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus.one",
@@ -523,12 +487,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.statusOf(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        path.syncId as string,
-      ),
+      services.sync.statusOf(caller, path.collaborationId, path.workspaceId, path.syncId),
   }),
   defineRoute({
     name: "collaborations.workspace.schedule",
@@ -538,7 +497,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.schedule(caller, path.collaborationId as string, path.workspaceId as string),
+      services.sync.schedule(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.schedule.update",
@@ -553,12 +512,7 @@ export const collaborationRoutes = [
       repeatCount: p.integer({ min: 0, max: 1_000_000, also: [-1] }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.sync.updateSchedule(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params,
-      ),
+      services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params),
   }),
   ...(["delete", "pause", "resume"] as const).map((op) =>
     defineRoute({
@@ -569,8 +523,8 @@ export const collaborationRoutes = [
       privilege: PRIVILEGE,
       params: {},
       handler: async ({ path, caller, services }) => {
-        const cid = path.collaborationId as string;
-        const wid = path.workspaceId as string;
+        const cid = path.collaborationId;
+        const wid = path.workspaceId;
         if (op === "delete") return services.sync.deleteSchedule(caller, cid, wid);
         return services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
       },

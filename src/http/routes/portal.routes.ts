@@ -132,7 +132,7 @@ export const portalRoutes = [
       return services.users.list(caller, {
         ...pageOf(params),
         sortField: (params.sortField ?? "username") as keyof typeof USER_SORT_FIELDS,
-        sortOrder: (params.sortOrder ?? "asc") as "asc" | "desc",
+        sortOrder: params.sortOrder ?? "asc",
       });
     },
   }),

@@ -21,7 +21,7 @@ export const userRoutes = [
     path: "/community/self",
     auth: "required",
     params: {},
-    handler: async ({ caller, services }) => services.users.self(caller as NonNullable<typeof caller>),
+    handler: async ({ caller, services }) => services.users.self(caller),
   }),
   defineRoute({
     name: "users.get",
@@ -29,7 +29,7 @@ export const userRoutes = [
     path: "/community/users/:username",
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) => services.users.get(caller, path.username as string),
+    handler: async ({ path, caller, services }) => services.users.get(caller, path.username),
   }),
   defineRoute({
     name: "users.update",
@@ -56,7 +56,7 @@ export const userRoutes = [
       oldPassword: p.string({ maxLength: 1024 }),
     },
     handler: async ({ params, path, caller, services }) => {
-      await services.users.update(caller, path.username as string, {
+      await services.users.update(caller, path.username, {
         firstName: params.firstName,
         lastName: params.lastName,
         fullName: params.fullname ?? params.fullName,
@@ -81,7 +81,7 @@ export const userRoutes = [
     privilege: "portal:admin:deleteUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.users.delete(caller, path.username as string);
+      await services.users.delete(caller, path.username);
       return { success: true, username: path.username };
     },
   }),
@@ -93,7 +93,7 @@ export const userRoutes = [
     privilege: "portal:admin:disableUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.users.setDisabled(caller, path.username as string, true);
+      await services.users.setDisabled(caller, path.username, true);
       return { success: true };
     },
   }),
@@ -105,7 +105,7 @@ export const userRoutes = [
     privilege: "portal:admin:disableUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.users.setDisabled(caller, path.username as string, false);
+      await services.users.setDisabled(caller, path.username, false);
       return { success: true };
     },
   }),
