@@ -98,6 +98,11 @@ export interface RouteDef<
   authorize?(caller: CallerOf<A>, raw: Readonly<Record<string, string>>): void;
   params: S;
   /**
+   * Rules across parameters (one of two required, a value another one forbids), checked once each
+   * parameter is valid and before the handler runs; throws the error that names the parameter.
+   */
+  check?(params: ParamValues<S>): void;
+  /**
    * Largest body in bytes (`DEFAULT_BODY_LIMIT` when absent): the whole body of a form or JSON
    * request, the fields of a multipart one. Larger bodies are refused while they arrive.
    */
@@ -427,6 +432,7 @@ export function registerRoutes(
         const { caller, token } = await checkCaller(request, raw);
         route.authorize?.(caller, raw);
         const { values, empty } = parseParams(route.params, raw, parsedBody(request));
+        route.check?.(values);
         result = await route.handler({
           params: values,
           empty,

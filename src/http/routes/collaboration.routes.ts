@@ -347,10 +347,12 @@ export const collaborationRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: { deleteContributedItems: p.boolean(), deleteReceivedItems: p.boolean() },
-    handler: async ({ params, path, caller, services }) => {
+    check(params) {
       if (params.deleteContributedItems === undefined && params.deleteReceivedItems === undefined) {
         throw errors.missingParameter("deleteContributedItems");
       }
+    },
+    handler: async ({ params, path, caller, services }) => {
       return services.collaborations.updateDeletePolicy(
         caller,
         path.collaborationId,

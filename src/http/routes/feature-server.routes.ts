@@ -22,11 +22,7 @@ import {
 } from "../../features/service-definition.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
-
-/** The portal's public base without `/sharing/rest`: what ArcGIS calls the owning system. */
-export const owningSystemUrl = (apiBase: string) => apiBase.replace(/\/sharing\/rest$/, "");
-/** Where the hosted services live: the `server` root, beside `/sharing/rest`. */
-const servicesBase = (apiBase: string) => `${owningSystemUrl(apiBase)}/rest/services`;
+import { owningSystemUrl, servicesBase } from "../urls.js";
 
 /**
  * createService on the portal, and the hosted feature services it creates: the service and layer
@@ -121,7 +117,7 @@ export const featureServerRoutes = [
       tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
       snippet: p.string({ maxLength: 2048 }),
     },
-    handler: async ({ params, path, caller, services, apiBase }) => {
+    check(params) {
       if (params.isView) {
         throw errors.invalidParameter(
           "isView",
@@ -134,6 +130,8 @@ export const featureServerRoutes = [
           "is not supported: delete the existing service, then create it again",
         );
       }
+    },
+    handler: async ({ params, path, caller, services, apiBase }) => {
       return services.featureServices.create(caller, path.username, path.folderId, {
         createParameters: params.createParameters,
         description: params.description,
@@ -366,11 +364,13 @@ export const featureServerRoutes = [
       spatialRel: queryParams.spatialRel,
       ...editFlags,
     },
-    handler: async ({ params, path, caller, services }) => {
-      const byQuery = Boolean(params.where?.trim() || params.geometry?.trim());
-      if (!byQuery && !params.objectIds?.trim()) {
+    check(params) {
+      if (!params.where?.trim() && !params.geometry?.trim() && !params.objectIds?.trim()) {
         throw errors.invalidParameter("objectIds", "or where or geometry must say which features to delete");
       }
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const byQuery = Boolean(params.where?.trim() || params.geometry?.trim());
       const r = await services.featureData.applyEdits(caller, path.name, path.layerId, {
         ...params,
         ...(byQuery

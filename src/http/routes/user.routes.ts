@@ -128,13 +128,15 @@ export const userRoutes = [
       userLicenseTypeId: p.string({ maxLength: 64 }),
       provider: p.string({ enum: ["arcgis", "enterprise"] }),
     },
-    handler: async ({ params, caller, services }) => {
+    check(params) {
       if (params.provider === "enterprise") {
         throw errors.invalidParameter(
           "provider",
           "must be arcgis: enterprise identity providers are not configured",
         );
       }
+    },
+    handler: async ({ params, caller, services }) => {
       const user = await services.users.create(caller, {
         username: params.username,
         password: params.password,

@@ -178,13 +178,15 @@ export const webhookRoutes = [
       notificationId: p.string({ maxLength: 64 }),
       since: p.integer({ min: 0 }),
     },
-    handler: async ({ params, path, caller, services }) => {
+    check(params) {
       if ((params.notificationId === undefined) === (params.since === undefined)) {
         throw errors.invalidParameter(
           "notificationId",
           "give either notificationId (one notification) or since (every failed one since that time)",
         );
       }
+    },
+    handler: async ({ params, path, caller, services }) => {
       return services.webhooks.redeliver(caller, path.webhookId, {
         ...(params.notificationId !== undefined ? { notificationId: params.notificationId } : {}),
         ...(params.since !== undefined ? { since: params.since } : {}),
