@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { errors, PorticoError } from "../errors.js";
+import { errors, type PorticoError } from "../errors.js";
 
 /**
  * Declarative parameter specifications. ArcGIS requests carry every value as a string (form or
@@ -406,14 +406,6 @@ export function parseParams<S extends ParamSpecs>(
     if (parsed.ok) values[name] = parsed.value;
     else problems.push(errors.invalidParameter(name, parsed.reason));
   }
-  if (problems.length > 0) {
-    const first = problems[0] as PorticoError;
-    throw new PorticoError(
-      first.code,
-      first.message,
-      first.messageCode,
-      problems.flatMap((e) => e.details),
-    );
-  }
+  if (problems.length > 0) throw errors.parameterProblems(problems);
   return { values: values as ParamValues<S>, empty: empty as Set<keyof S & string> };
 }

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
 import { PEER_HEADERS, type PeerEnvelope } from "../../collaboration/peer.js";
 import type { AccessMode } from "../../db/schema.js";
-import { errors, PorticoError } from "../../errors.js";
+import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { type JsonSchema, p } from "../../validation/params.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
@@ -90,9 +90,10 @@ async function fileText(
     return { text: await fs.promises.readFile(file.path, "utf8"), param: fileParam };
   }
   if (text !== undefined) return { text, param: textParam };
-  throw new PorticoError(400, `Missing required parameter '${textParam}'.`, "PARAM_0001", [
+  throw errors.missingParameter(
+    textParam,
     `Send the file's text as '${textParam}' or upload the file as '${fileParam}'.`,
-  ]);
+  );
 }
 
 const fileName = (kind: string, id: string) => `${kind}-${id}.json`;
