@@ -43,7 +43,7 @@ export function privilegesOf(account: {
 
 /** Whether `username` names the caller: usernames are unique without regard to case, as in ArcGIS. */
 export function isCaller(caller: Caller, username: string): boolean {
-  return isCaller(caller, username);
+  return caller.username.toLowerCase() === username.toLowerCase();
 }
 
 export function hasPrivilege(caller: Caller | null, privilege: Privilege): boolean {
