@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
 import { PEER_HEADERS, type PeerEnvelope } from "../../collaboration/peer.js";
 import type { AccessMode } from "../../db/schema.js";
-import { errors, PorticoError } from "../../errors.js";
+import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { type JsonSchema, p } from "../../validation/params.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
@@ -90,9 +90,10 @@ async function fileText(
     return { text: await fs.promises.readFile(file.path, "utf8"), param: fileParam };
   }
   if (text !== undefined) return { text, param: textParam };
-  throw new PorticoError(400, `Missing required parameter '${textParam}'.`, "PARAM_0001", [
+  throw errors.missingParameter(
+    textParam,
     `Send the file's text as '${textParam}' or upload the file as '${fileParam}'.`,
-  ]);
+  );
 }
 
 const fileName = (kind: string, id: string) => `${kind}-${id}.json`;
@@ -130,7 +131,7 @@ export const collaborationRoutes = [
           name: params.workspaceName,
           description: params.workspaceDescription ?? "",
           portalGroupId: params.portalGroupId,
-          accessMode: params.accessMode as AccessMode | undefined,
+          accessMode: params.accessMode,
           config: params.config,
         },
         contact: contactOf(params, "host"),
@@ -174,8 +175,7 @@ export const collaborationRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.get(caller, path.collaborationId as string),
+    handler: async ({ path, caller, services }) => services.collaborations.get(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.updateInfo",
@@ -185,7 +185,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateInfo(caller, path.collaborationId as string, params),
+      services.collaborations.updateInfo(caller, path.collaborationId, params),
   }),
   defineRoute({
     name: "collaborations.delete",
@@ -195,7 +195,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.delete(caller, path.collaborationId as string),
+      services.collaborations.delete(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.removeParticipation",
@@ -206,7 +206,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipation(caller, path.collaborationId as string),
+      services.collaborations.removeParticipation(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.inviteParticipant",
@@ -220,7 +220,7 @@ export const collaborationRoutes = [
       expiration: p.integer({ min: 1, max: 8760 }),
     },
     handler: async ({ params, path, caller, services }) => {
-      const cid = path.collaborationId as string;
+      const cid = path.collaborationId;
       const { id, text } = await services.collaborations.invite(caller, cid, {
         guestPortalUrl: params.guestPortalUrl,
         workspaces: modeMap(
@@ -239,7 +239,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invitations(caller, path.collaborationId as string),
+      services.collaborations.invitations(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.invitations.invalidate",
@@ -249,11 +249,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invalidateInvitation(
-        caller,
-        path.collaborationId as string,
-        path.invitationId as string,
-      ),
+      services.collaborations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
   }),
   defineRoute({
     name: "collaborations.invitations.refresh",
@@ -265,8 +261,8 @@ export const collaborationRoutes = [
     handler: async ({ params, path, caller, services }) => {
       const { id, text } = await services.collaborations.refreshInvitation(
         caller,
-        path.collaborationId as string,
-        path.invitationId as string,
+        path.collaborationId,
+        path.invitationId,
         params.expiration ?? 72,
       );
       return json(text, fileName("collaboration-invitation", id));
@@ -280,7 +276,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => {
-      const cid = path.collaborationId as string;
+      const cid = path.collaborationId;
       return json(
         await services.collaborations.exportResponse(caller, cid),
         fileName("collaboration-response", cid),
@@ -303,7 +299,7 @@ export const collaborationRoutes = [
           "invitationResponseJSON",
           "invitationResponseFile",
         );
-        const cid = path.collaborationId as string;
+        const cid = path.collaborationId;
         return op === "validateInvitationResponse"
           ? services.collaborations.validateResponse(caller, cid, text, param)
           : services.collaborations.importResponse(caller, cid, text, param);
@@ -318,7 +314,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.participants(caller, path.collaborationId as string),
+      services.collaborations.participants(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.participant",
@@ -328,11 +324,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.participant(
-        caller,
-        path.collaborationId as string,
-        path.participantId as string,
-      ),
+      services.collaborations.participant(caller, path.collaborationId, path.participantId),
   }),
   defineRoute({
     name: "collaborations.participant.updateAccessModes",
@@ -344,8 +336,8 @@ export const collaborationRoutes = [
     handler: async ({ params, path, caller, services }) =>
       services.collaborations.updateAccessModes(
         caller,
-        path.collaborationId as string,
-        path.participantId as string,
+        path.collaborationId,
+        path.participantId,
         modeMap(params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>),
       ),
   }),
@@ -356,14 +348,16 @@ export const collaborationRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: { deleteContributedItems: p.boolean(), deleteReceivedItems: p.boolean() },
-    handler: async ({ params, path, caller, services }) => {
+    check(params) {
       if (params.deleteContributedItems === undefined && params.deleteReceivedItems === undefined) {
         throw errors.missingParameter("deleteContributedItems");
       }
+    },
+    handler: async ({ params, path, caller, services }) => {
       return services.collaborations.updateDeletePolicy(
         caller,
-        path.collaborationId as string,
-        path.participantId as string,
+        path.collaborationId,
+        path.participantId,
         params,
       );
     },
@@ -376,11 +370,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipant(
-        caller,
-        path.collaborationId as string,
-        path.participantId as string,
-      ),
+      services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId),
   }),
   defineRoute({
     name: "collaborations.addWorkspace",
@@ -395,11 +385,11 @@ export const collaborationRoutes = [
       accessMode: p.string({ enum: MODES }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.addWorkspace(caller, path.collaborationId as string, {
+      services.collaborations.addWorkspace(caller, path.collaborationId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
-        accessMode: params.accessMode as AccessMode | undefined,
+        accessMode: params.accessMode,
         config: params.config,
       }),
   }),
@@ -411,7 +401,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspaces(caller, path.collaborationId as string),
+      services.collaborations.workspaces(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.workspace",
@@ -421,7 +411,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspace(caller, path.collaborationId as string, path.workspaceId as string),
+      services.collaborations.workspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.updateInfo",
@@ -431,16 +421,11 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: workspaceFields,
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateWorkspaceInfo(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        {
-          name: params.collaborationWorkspaceName,
-          description: params.collaborationWorkspaceDescription,
-          config: params.config,
-        },
-      ),
+      services.collaborations.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
+        name: params.collaborationWorkspaceName,
+        description: params.collaborationWorkspaceDescription,
+        config: params.config,
+      }),
   }),
   defineRoute({
     name: "collaborations.workspace.updatePortalGroupLink",
@@ -455,12 +440,7 @@ export const collaborationRoutes = [
       copyByRefIfCopyFail: p.boolean(),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params,
-      ),
+      services.collaborations.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
   }),
   defineRoute({
     name: "collaborations.workspace.removePortalGroupLink",
@@ -470,11 +450,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.collaborations.removeGroupLink(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -484,11 +460,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.deleteWorkspace(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.collaborations.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
@@ -498,12 +470,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { async: p.boolean() },
     handler: async ({ params, path, caller, services }) =>
-      services.sync.requestSync(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params.async !== true,
-      ),
+      services.sync.requestSync(caller, path.collaborationId, path.workspaceId, params.async !== true),
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus",
@@ -513,7 +480,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.status(caller, path.collaborationId as string, path.workspaceId as string),
+      services.sync.status(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus.one",
@@ -523,12 +490,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.statusOf(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        path.syncId as string,
-      ),
+      services.sync.statusOf(caller, path.collaborationId, path.workspaceId, path.syncId),
   }),
   defineRoute({
     name: "collaborations.workspace.schedule",
@@ -538,7 +500,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.schedule(caller, path.collaborationId as string, path.workspaceId as string),
+      services.sync.schedule(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.schedule.update",
@@ -553,12 +515,7 @@ export const collaborationRoutes = [
       repeatCount: p.integer({ min: 0, max: 1_000_000, also: [-1] }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.sync.updateSchedule(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params,
-      ),
+      services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params),
   }),
   ...(["delete", "pause", "resume"] as const).map((op) =>
     defineRoute({
@@ -569,8 +526,8 @@ export const collaborationRoutes = [
       privilege: PRIVILEGE,
       params: {},
       handler: async ({ path, caller, services }) => {
-        const cid = path.collaborationId as string;
-        const wid = path.workspaceId as string;
+        const cid = path.collaborationId;
+        const wid = path.workspaceId;
         if (op === "delete") return services.sync.deleteSchedule(caller, cid, wid);
         return services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
       },
