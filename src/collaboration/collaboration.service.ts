@@ -2,11 +2,69 @@ import { type Caller, requirePrivilege } from "../auth/caller.js";
 import type { Db, Queryable } from "../db/database.js";
 import type { AccessMode, CollaborationTable, ParticipantTable, WorkspaceTable } from "../db/schema.js";
 import { errors, PorticoError } from "../errors.js";
+import { findGroup } from "../groups/group.repository.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
+import {
+  collaborationNameTaken,
+  deleteCollaboration,
+  deleteParticipant,
+  findAcceptedInvitation,
+  findCollaboration,
+  findHost,
+  findInvitation,
+  findParticipant,
+  insertCollaboration,
+  insertInvitation,
+  insertParticipants,
+  invitationModes,
+  isParticipant,
+  listCollaborations,
+  listGuests,
+  listInvitations,
+  listParticipants,
+  markInvitationAccepted,
+  markInvitationInvalidated,
+  participantContact,
+  reissueInvitation,
+  setDeletePolicy,
+  updateCollaboration,
+} from "./collaboration.repository.js";
+import {
+  ACCESS_MODES,
+  type Contact,
+  DEFAULT_WORKSPACE_CONFIG,
+  type GroupLinkUpdate,
+  type NewWorkspace,
+  type Notify,
+  PRIVILEGE,
+  type WorkspaceConfig,
+} from "./collaboration-types.js";
 import { normalizePortalUrl, type PeerClient, type PortalKeys } from "./peer.js";
 import { releaseCopies } from "./replication.js";
 import { digestOf, fingerprint, signDocument, verifyDocument } from "./signing.js";
+import { deleteSchedule } from "./sync.repository.js";
+import {
+  deleteLink,
+  deleteModesOf,
+  deleteWorkspaces,
+  findLink,
+  findWorkspace,
+  findWorkspacesById,
+  groupLinkedElsewhere,
+  insertModes,
+  insertWorkspace,
+  listWorkspaces,
+  modesOf,
+  participantModes,
+  saveLink,
+  setMode,
+  updateWorkspace,
+  workspaceConfig,
+  workspaceIdsOf,
+  workspaceNameTaken,
+  workspaceParticipants,
+} from "./workspace.repository.js";
 
 /**
  * Distributed collaboration (`wire.md` §8): trust between portals, collaborations, participants,
@@ -21,46 +79,8 @@ import { digestOf, fingerprint, signDocument, verifyDocument } from "./signing.j
  * guest's key. Every later call between the two is signed and checked against those keys.
  */
 
-const PRIVILEGE = "portal:admin:manageCollaborations" as const;
-export const ACCESS_MODES: readonly AccessMode[] = ["send", "receive", "sendAndReceive"];
 const INVITATION_TYPE = "portico.collaborationInvitation";
 const RESPONSE_TYPE = "portico.collaborationInvitationResponse";
-
-export const sends = (mode: AccessMode | undefined) => mode === "send" || mode === "sendAndReceive";
-export const receives = (mode: AccessMode | undefined) => mode === "receive" || mode === "sendAndReceive";
-
-export interface Contact {
-  firstName: string;
-  lastName: string;
-  email: string;
-}
-
-export interface WorkspaceConfig {
-  maxItemSizeInMB: number;
-  maxReplicationPackageSizeInMB: number;
-  bidirectionalSyncCapable: boolean;
-}
-
-const DEFAULT_WORKSPACE_CONFIG: WorkspaceConfig = {
-  maxItemSizeInMB: 1024,
-  maxReplicationPackageSizeInMB: 5120,
-  bidirectionalSyncCapable: true,
-};
-
-export interface NewWorkspace {
-  name: string;
-  description: string;
-  portalGroupId?: string | undefined;
-  accessMode?: AccessMode | undefined;
-  config?: Partial<WorkspaceConfig> | undefined;
-}
-
-export interface GroupLinkUpdate {
-  portalGroupId?: string | undefined;
-  enableRealtimeSync?: boolean | undefined;
-  copyFeatureServiceData?: boolean | undefined;
-  copyByRefIfCopyFail?: boolean | undefined;
-}
 
 interface InvitationDoc {
   id: string;
@@ -97,35 +117,6 @@ interface ResponseDoc {
   issued: number;
 }
 
-/** The state of a collaboration the host gives a guest (peer call `state`). */
-export interface HostState {
-  collaboration: { id: string; name: string; description: string };
-  workspaces: {
-    id: string;
-    name: string;
-    description: string;
-    config: WorkspaceConfig;
-    modes: Record<string, AccessMode>;
-  }[];
-  participants: {
-    portalId: string;
-    role: "host" | "guest";
-    portalUrl: string;
-    portalName: string;
-    deleteContributed: boolean;
-    deleteReceived: boolean;
-  }[];
-}
-
-/** Tells other portals about a change that ends replication; failures are only logged. */
-export type Notify = (
-  portalUrl: string,
-  collaborationId: string,
-  to: string,
-  op: string,
-  body: Record<string, unknown>,
-) => void;
-
 export class CollaborationService {
   /** Set by the sync engine: the calls to other portals that end replication are made through it. */
   notify: Notify = () => {};
@@ -161,35 +152,27 @@ export class CollaborationService {
     const id = newId();
     await this.db.transaction(async (trx) => {
       await this.assertUniqueName(trx, input.name);
-      await trx
-        .insertInto("collaborations")
-        .values({
-          id,
-          name: input.name,
-          description: input.description,
-          role: "host",
-          host_portal_id: org.id,
-          created: now,
-          modified: now,
-        })
-        .execute();
-      await trx
-        .insertInto("collaboration_participants")
-        .values({
-          collaboration_id: id,
-          portal_id: org.id,
-          role: "host",
-          portal_url: this.portalUrl(),
-          portal_name: String(org.settings.name ?? ""),
-          public_key: publicKey,
-          contact: JSON.stringify(input.contact),
-          delete_contributed: 0,
-          delete_received: 0,
-          status: "active",
-          created: now,
-          modified: now,
-        })
-        .execute();
+      await insertCollaboration(
+        trx,
+        { id, name: input.name, description: input.description, role: "host", host_portal_id: org.id },
+        now,
+      );
+      await insertParticipants(
+        trx,
+        [
+          {
+            collaborationId: id,
+            portalId: org.id,
+            role: "host",
+            portalUrl: this.portalUrl(),
+            portalName: String(org.settings.name ?? ""),
+            publicKey,
+            contact: input.contact,
+            status: "active",
+          },
+        ],
+        now,
+      );
       await this.insertWorkspace(trx, id, org.id, input.workspace, now);
     });
     return { success: true, collaboration: await this.get(caller, id) };
@@ -214,35 +197,26 @@ export class CollaborationService {
     now: number,
   ) {
     const id = newId();
-    const same = await trx
-      .selectFrom("workspaces")
-      .select("id")
-      .where("collaboration_id", "=", collaborationId)
-      .where("name", "=", input.name)
-      .executeTakeFirst();
-    if (same) {
+    if (await workspaceNameTaken(trx, collaborationId, input.name)) {
       throw errors.invalidParameter(
         "collaborationWorkspaceName",
         `'${input.name}' is already a workspace of this collaboration`,
       );
     }
-    await trx
-      .insertInto("workspaces")
-      .values({
+    await insertWorkspace(
+      trx,
+      {
         id,
-        collaboration_id: collaborationId,
+        collaborationId,
         name: input.name,
         description: input.description,
-        config: JSON.stringify({ ...DEFAULT_WORKSPACE_CONFIG, ...input.config }),
-        last_sync_success: -1,
-        created: now,
-        modified: now,
-      })
-      .execute();
-    await trx
-      .insertInto("workspace_modes")
-      .values({ workspace_id: id, portal_id: hostId, access_mode: input.accessMode ?? "sendAndReceive" })
-      .execute();
+        config: { ...DEFAULT_WORKSPACE_CONFIG, ...input.config },
+      },
+      now,
+    );
+    await insertModes(trx, [
+      { workspaceId: id, portalId: hostId, mode: input.accessMode ?? "sendAndReceive" },
+    ]);
     if (input.portalGroupId)
       await this.writeLink(trx, id, { portalGroupId: input.portalGroupId }, now, "portalGroupId");
     return id;
@@ -276,22 +250,21 @@ export class CollaborationService {
       now + input.expirationHours * 3600_000,
     );
     await this.db.transaction((trx) =>
-      trx
-        .insertInto("collaboration_invitations")
-        .values({
+      insertInvitation(
+        trx,
+        {
           id,
-          collaboration_id: collaborationId,
-          guest_portal_url: guestPortalUrl,
-          workspaces: JSON.stringify(input.workspaces),
+          collaborationId,
+          guestPortalUrl,
+          workspaces: input.workspaces,
           expires: file.invitation.expires,
           status: "pending",
           digest: digestOf(file.invitation),
           file: JSON.stringify(file, null, 2),
-          guest_portal_id: null,
-          created: now,
-          modified: now,
-        })
-        .execute(),
+          guestPortalId: null,
+        },
+        now,
+      ),
     );
     return { id, text: JSON.stringify(file, null, 2) };
   }
@@ -305,18 +278,9 @@ export class CollaborationService {
     expires: number,
   ) {
     const { publicKey, privateKey } = await this.keys.get();
-    const host = await this.db.kysely
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", collab.id)
-      .where("role", "=", "host")
-      .executeTakeFirstOrThrow();
-    const workspaceRows = await this.db.kysely
-      .selectFrom("workspaces")
-      .selectAll()
-      .where("id", "in", Object.keys(modes))
-      .execute();
-    const hostModes = await this.modesOf(this.db.kysely, Object.keys(modes));
+    const host = await findHost(this.db.kysely, collab.id);
+    const workspaceRows = await findWorkspacesById(this.db.kysely, Object.keys(modes));
+    const hostModes = await modesOf(this.db.kysely, Object.keys(modes));
     const invitation: InvitationDoc = {
       id,
       collaborationId: collab.id,
@@ -326,13 +290,13 @@ export class CollaborationService {
       hostPortalUrl: this.portalUrl(),
       hostPortalName: host.portal_name,
       hostPublicKey: publicKey,
-      hostContact: JSON.parse(host.contact) as Contact,
+      hostContact: participantContact(host),
       guestPortalUrl,
       workspaces: workspaceRows.map((w) => ({
         id: w.id,
         name: w.name,
         description: w.description,
-        config: JSON.parse(w.config) as WorkspaceConfig,
+        config: workspaceConfig(w),
         accessMode: modes[w.id] as AccessMode,
         hostAccessMode: hostModes.get(w.id)?.get(collab.host_portal_id) ?? "sendAndReceive",
       })),
@@ -346,19 +310,14 @@ export class CollaborationService {
     requirePrivilege(caller, PRIVILEGE);
     const collab = await this.mustFind(this.db.kysely, collaborationId);
     this.requireRole(collab, "host", "Invitations are kept by the collaboration host.");
-    const rows = await this.db.kysely
-      .selectFrom("collaboration_invitations")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .orderBy("created")
-      .execute();
+    const rows = await listInvitations(this.db.kysely, collaborationId);
     return {
       collaborationInvitations: rows.map((r) => ({
         id: r.id,
         guestPortalUrl: r.guest_portal_url,
         status: r.status === "pending" && r.expires < Date.now() ? "expired" : r.status,
         expiration: r.expires,
-        workspaces: JSON.parse(r.workspaces) as Record<string, AccessMode>,
+        workspaces: invitationModes(r),
         guestPortalId: r.guest_portal_id,
         created: r.created,
         modified: r.modified,
@@ -372,11 +331,7 @@ export class CollaborationService {
       const row = await this.mustFindInvitation(trx, collaborationId, invitationId);
       if (row.status === "accepted")
         throw errors.conflict("The invitation was already accepted; remove the participant instead.");
-      await trx
-        .updateTable("collaboration_invitations")
-        .set({ status: "invalidated", modified: Date.now() })
-        .where("id", "=", invitationId)
-        .execute();
+      await markInvitationInvalidated(trx, invitationId, Date.now());
     });
     return { success: true };
   }
@@ -394,7 +349,7 @@ export class CollaborationService {
     if (row.status !== "pending")
       throw errors.conflict(`The invitation is ${row.status}; it cannot be refreshed.`);
     const now = Date.now();
-    const modes = JSON.parse(row.workspaces) as Record<string, AccessMode>;
+    const modes = invitationModes(row);
     const file = await this.invitationFile(
       collab,
       invitationId,
@@ -405,17 +360,12 @@ export class CollaborationService {
     );
     const text = JSON.stringify(file, null, 2);
     await this.db.transaction((trx) =>
-      trx
-        .updateTable("collaboration_invitations")
-        .set({
-          expires: file.invitation.expires,
-          digest: digestOf(file.invitation),
-          file: text,
-          modified: now,
-        })
-        .where("id", "=", invitationId)
-        .where("status", "=", "pending")
-        .execute(),
+      reissueInvitation(
+        trx,
+        invitationId,
+        { expires: file.invitation.expires, digest: digestOf(file.invitation), file: text },
+        now,
+      ),
     );
     return { id: invitationId, text };
   }
@@ -441,45 +391,35 @@ export class CollaborationService {
     const now = Date.now();
     const response = await this.db.transaction(async (trx) => {
       const { response, invitation } = await this.checkResponse(trx, collaborationId, text, param);
-      await trx
-        .insertInto("collaboration_participants")
-        .values({
-          collaboration_id: collaborationId,
-          portal_id: response.guestPortalId,
-          role: "guest",
-          portal_url: response.guestPortalUrl,
-          portal_name: response.guestPortalName,
-          public_key: response.guestPublicKey,
-          contact: JSON.stringify(response.guestContact),
-          delete_contributed: 0,
-          delete_received: 0,
-          status: "active",
-          created: now,
-          modified: now,
-        })
-        .execute();
-      const modes = JSON.parse(invitation.workspaces) as Record<string, AccessMode>;
-      const existing = await trx
-        .selectFrom("workspaces")
-        .select("id")
-        .where("id", "in", Object.keys(modes))
-        .execute();
-      for (const { id } of existing) {
-        await trx
-          .insertInto("workspace_modes")
-          .values({
-            workspace_id: id,
-            portal_id: response.guestPortalId,
-            access_mode: modes[id] as AccessMode,
-          })
-          .execute();
-      }
+      await insertParticipants(
+        trx,
+        [
+          {
+            collaborationId,
+            portalId: response.guestPortalId,
+            role: "guest",
+            portalUrl: response.guestPortalUrl,
+            portalName: response.guestPortalName,
+            publicKey: response.guestPublicKey,
+            contact: response.guestContact,
+            status: "active",
+          },
+        ],
+        now,
+      );
+      const modes = invitationModes(invitation);
+      // Workspaces the host deleted since it issued the invitation are left out.
+      const existing = await findWorkspacesById(trx, Object.keys(modes));
+      await insertModes(
+        trx,
+        existing.map(({ id }) => ({
+          workspaceId: id,
+          portalId: response.guestPortalId,
+          mode: modes[id] as AccessMode,
+        })),
+      );
       // Marked here, in the same transaction: a second import of this file finds it accepted.
-      await trx
-        .updateTable("collaboration_invitations")
-        .set({ status: "accepted", guest_portal_id: response.guestPortalId, modified: now })
-        .where("id", "=", invitation.id)
-        .execute();
+      await markInvitationAccepted(trx, invitation.id, response.guestPortalId, now);
       return response;
     });
     return { success: true, collaborationId, participantId: response.guestPortalId };
@@ -508,12 +448,7 @@ export class CollaborationService {
     if (response.collaborationId !== collaborationId) {
       throw fileRefused(param, "it answers an invitation to another collaboration");
     }
-    const invitation = await q
-      .selectFrom("collaboration_invitations")
-      .selectAll()
-      .where("id", "=", response.invitationId)
-      .where("collaboration_id", "=", collaborationId)
-      .executeTakeFirst();
+    const invitation = await findInvitation(q, collaborationId, response.invitationId);
     if (!invitation) throw fileRefused(param, "it answers an invitation this portal did not issue");
     if (invitation.status === "accepted")
       throw fileRefused(param, "the invitation was already accepted (a response is imported once)");
@@ -529,13 +464,8 @@ export class CollaborationService {
         `it comes from ${response.guestPortalUrl}, but the invitation is for ${invitation.guest_portal_url}`,
       );
     }
-    const already = await q
-      .selectFrom("collaboration_participants")
-      .select("portal_id")
-      .where("collaboration_id", "=", collaborationId)
-      .where("portal_id", "=", response.guestPortalId)
-      .executeTakeFirst();
-    if (already) throw fileRefused(param, "that portal already participates in this collaboration");
+    if (await isParticipant(q, collaborationId, response.guestPortalId))
+      throw fileRefused(param, "that portal already participates in this collaboration");
     return { response, invitation };
   }
 
@@ -569,101 +499,75 @@ export class CollaborationService {
     const invitation = await this.db.transaction(async (trx) => {
       const invitation = await this.checkInvitation(trx, text, param);
       const c = invitation;
-      await trx
-        .insertInto("collaborations")
-        .values({
+      await insertCollaboration(
+        trx,
+        {
           id: c.collaborationId,
           name: c.collaborationName,
           description: c.collaborationDescription,
           role: "guest",
           host_portal_id: c.hostPortalId,
-          created: now,
-          modified: now,
-        })
-        .execute();
-      const participant = (
-        portalId: string,
-        role: "host" | "guest",
-        url: string,
-        name: string,
-        key: string,
-        who: Contact,
-        status: "active" | "pending",
-      ) => ({
-        collaboration_id: c.collaborationId,
-        portal_id: portalId,
-        role,
-        portal_url: url,
-        portal_name: name,
-        public_key: key,
-        contact: JSON.stringify(who),
-        delete_contributed: 0,
-        delete_received: 0,
-        status,
-        created: now,
-        modified: now,
-      });
-      await trx
-        .insertInto("collaboration_participants")
-        .values([
-          participant(
-            c.hostPortalId,
-            "host",
-            normalizePortalUrl(c.hostPortalUrl),
-            c.hostPortalName,
-            c.hostPublicKey,
-            c.hostContact,
-            "active",
-          ),
-          participant(
-            org.id,
-            "guest",
-            this.portalUrl(),
-            String(org.settings.name ?? ""),
+        },
+        now,
+      );
+      await insertParticipants(
+        trx,
+        [
+          {
+            collaborationId: c.collaborationId,
+            portalId: c.hostPortalId,
+            role: "host",
+            portalUrl: normalizePortalUrl(c.hostPortalUrl),
+            portalName: c.hostPortalName,
+            publicKey: c.hostPublicKey,
+            contact: c.hostContact,
+            status: "active",
+          },
+          {
+            collaborationId: c.collaborationId,
+            portalId: org.id,
+            role: "guest",
+            portalUrl: this.portalUrl(),
+            portalName: String(org.settings.name ?? ""),
             publicKey,
             contact,
-            "pending",
-          ),
-        ])
-        .execute();
+            status: "pending",
+          },
+        ],
+        now,
+      );
       for (const w of c.workspaces) {
-        await trx
-          .insertInto("workspaces")
-          .values({
+        await insertWorkspace(
+          trx,
+          {
             id: w.id,
-            collaboration_id: c.collaborationId,
+            collaborationId: c.collaborationId,
             name: w.name,
             description: w.description,
-            config: JSON.stringify(w.config),
-            last_sync_success: -1,
-            created: now,
-            modified: now,
-          })
-          .execute();
-        await trx
-          .insertInto("workspace_modes")
-          .values([
-            { workspace_id: w.id, portal_id: org.id, access_mode: w.accessMode },
-            { workspace_id: w.id, portal_id: c.hostPortalId, access_mode: w.hostAccessMode },
-          ])
-          .execute();
+            config: w.config,
+          },
+          now,
+        );
+        await insertModes(trx, [
+          { workspaceId: w.id, portalId: org.id, mode: w.accessMode },
+          { workspaceId: w.id, portalId: c.hostPortalId, mode: w.hostAccessMode },
+        ]);
       }
-      await trx
-        .insertInto("collaboration_invitations")
-        .values({
+      await insertInvitation(
+        trx,
+        {
           id: c.id,
-          collaboration_id: c.collaborationId,
-          guest_portal_url: this.portalUrl(),
-          workspaces: JSON.stringify(Object.fromEntries(c.workspaces.map((w) => [w.id, w.accessMode]))),
+          collaborationId: c.collaborationId,
+          guestPortalUrl: this.portalUrl(),
+          workspaces: Object.fromEntries(c.workspaces.map((w) => [w.id, w.accessMode])),
           expires: c.expires,
           status: "accepted",
           digest: digestOf(c),
           file: text,
-          guest_portal_id: org.id,
-          created: now,
-          modified: now,
-        })
-        .execute();
+          guestPortalId: org.id,
+        },
+        now,
+      );
       return invitation;
     });
     return {
@@ -685,11 +589,7 @@ export class CollaborationService {
     const org = await this.portal.get();
     const { publicKey, privateKey } = await this.keys.get();
     // The guest keeps the invitation it accepted; the response answers exactly that issue of it.
-    const accepted = await this.db.kysely
-      .selectFrom("collaboration_invitations")
-      .select(["id", "digest"])
-      .where("collaboration_id", "=", collaborationId)
-      .executeTakeFirstOrThrow();
+    const accepted = await findAcceptedInvitation(this.db.kysely, collaborationId);
     const self = await this.mustFindParticipant(this.db.kysely, collaborationId, org.id);
     const response: ResponseDoc = {
       invitationId: accepted.id,
@@ -699,7 +599,7 @@ export class CollaborationService {
       guestPortalUrl: this.portalUrl(),
       guestPortalName: self.portal_name,
       guestPublicKey: publicKey,
-      guestContact: JSON.parse(self.contact) as Contact,
+      guestContact: participantContact(self),
       issued: Date.now(),
     };
     return JSON.stringify(
@@ -736,12 +636,7 @@ export class CollaborationService {
     if (normalizePortalUrl(inv.guestPortalUrl) !== normalizePortalUrl(this.portalUrl())) {
       throw fileRefused(param, `it is for ${inv.guestPortalUrl}, and this portal is ${this.portalUrl()}`);
     }
-    const known = await q
-      .selectFrom("collaborations")
-      .select("id")
-      .where("id", "=", inv.collaborationId)
-      .executeTakeFirst();
-    if (known)
+    if (await findCollaboration(q, inv.collaborationId))
       throw fileRefused(
         param,
         "this portal already participates in that collaboration (an invitation is accepted once)",
@@ -753,7 +648,7 @@ export class CollaborationService {
 
   async list(caller: Caller | null) {
     requirePrivilege(caller, PRIVILEGE);
-    const rows = await this.db.kysely.selectFrom("collaborations").selectAll().orderBy("created").execute();
+    const rows = await listCollaborations(this.db.kysely);
     const out = [];
     for (const row of rows) out.push(await this.collaborationJson(row));
     return { collaborations: out };
@@ -766,16 +661,8 @@ export class CollaborationService {
 
   private async collaborationJson(row: CollaborationTable) {
     const selfId = await this.selfId();
-    const workspaces = await this.db.kysely
-      .selectFrom("workspaces")
-      .select("id")
-      .where("collaboration_id", "=", row.id)
-      .execute();
-    const participants = await this.db.kysely
-      .selectFrom("collaboration_participants")
-      .select(["portal_id", "status"])
-      .where("collaboration_id", "=", row.id)
-      .execute();
+    const workspaceIds = await workspaceIdsOf(this.db.kysely, row.id);
+    const participants = await listParticipants(this.db.kysely, row.id);
     return {
       id: row.id,
       name: row.name,
@@ -784,7 +671,7 @@ export class CollaborationService {
       isHost: row.role === "host",
       portalId: selfId,
       status: participants.find((p) => p.portal_id === selfId)?.status ?? "active",
-      workspaceIds: workspaces.map((w) => w.id),
+      workspaceIds,
       participantCount: participants.length,
       created: row.created,
       modified: row.modified,
@@ -802,15 +689,7 @@ export class CollaborationService {
       this.requireRole(collab, "host", "Only the collaboration host changes its name and description.");
       if (input.name !== undefined && input.name !== collab.name)
         await this.assertUniqueName(trx, input.name);
-      await trx
-        .updateTable("collaborations")
-        .set({
-          ...(input.name !== undefined ? { name: input.name } : {}),
-          ...(input.description !== undefined ? { description: input.description } : {}),
-          modified: Date.now(),
-        })
-        .where("id", "=", id)
-        .execute();
+      await updateCollaboration(trx, id, input, Date.now());
     });
     return { success: true, collaborationId: id };
   }
@@ -818,12 +697,7 @@ export class CollaborationService {
   async participants(caller: Caller | null, collaborationId: string) {
     requirePrivilege(caller, PRIVILEGE);
     await this.mustFind(this.db.kysely, collaborationId);
-    const rows = await this.db.kysely
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .orderBy("created")
-      .execute();
+    const rows = await listParticipants(this.db.kysely, collaborationId);
     const out = [];
     for (const row of rows) out.push(await this.participantJson(row));
     return { participants: out };
@@ -835,14 +709,7 @@ export class CollaborationService {
   }
 
   private async participantJson(row: ParticipantTable) {
-    const modes = await this.db.kysely
-      .selectFrom("workspace_modes as m")
-      .innerJoin("workspaces as w", "w.id", "m.workspace_id")
-      .select(["m.workspace_id", "m.access_mode"])
-      .where("w.collaboration_id", "=", row.collaboration_id)
-      .where("m.portal_id", "=", row.portal_id)
-      .execute();
-    const contact = JSON.parse(row.contact) as Contact;
+    const contact = participantContact(row);
     return {
       participantId: row.portal_id,
       portalId: row.portal_id,
@@ -856,7 +723,7 @@ export class CollaborationService {
       keyFingerprint: fingerprint(row.public_key),
       deleteContributedItems: row.delete_contributed === 1,
       deleteReceivedItems: row.delete_received === 1,
-      workspaceAccessModes: Object.fromEntries(modes.map((m) => [m.workspace_id, m.access_mode])),
+      workspaceAccessModes: await participantModes(this.db.kysely, row.collaboration_id, row.portal_id),
       created: row.created,
       modified: row.modified,
     };
@@ -874,17 +741,8 @@ export class CollaborationService {
     await this.mustFindParticipant(this.db.kysely, collaborationId, portalId);
     await this.checkWorkspaceModes(collaborationId, modes, "collaborationWorkspacesParticipantConfigJSON");
     await this.db.transaction(async (trx) => {
-      for (const [workspaceId, mode] of Object.entries(modes)) {
-        await trx
-          .deleteFrom("workspace_modes")
-          .where("workspace_id", "=", workspaceId)
-          .where("portal_id", "=", portalId)
-          .execute();
-        await trx
-          .insertInto("workspace_modes")
-          .values({ workspace_id: workspaceId, portal_id: portalId, access_mode: mode })
-          .execute();
-      }
+      for (const [workspaceId, mode] of Object.entries(modes))
+        await setMode(trx, { workspaceId, portalId, mode });
     });
     return { success: true };
   }
@@ -900,20 +758,13 @@ export class CollaborationService {
     this.requireRole(collab, "host", "Only the collaboration host changes item delete policies.");
     await this.db.transaction(async (trx) => {
       await this.mustFindParticipant(trx, collaborationId, portalId);
-      await trx
-        .updateTable("collaboration_participants")
-        .set({
-          ...(policy.deleteContributedItems !== undefined
-            ? { delete_contributed: policy.deleteContributedItems ? 1 : 0 }
-            : {}),
-          ...(policy.deleteReceivedItems !== undefined
-            ? { delete_received: policy.deleteReceivedItems ? 1 : 0 }
-            : {}),
-          modified: Date.now(),
-        })
-        .where("collaboration_id", "=", collaborationId)
-        .where("portal_id", "=", portalId)
-        .execute();
+      await setDeletePolicy(
+        trx,
+        collaborationId,
+        portalId,
+        { deleteContributed: policy.deleteContributedItems, deleteReceived: policy.deleteReceivedItems },
+        Date.now(),
+      );
     });
     return { success: true };
   }
@@ -923,12 +774,7 @@ export class CollaborationService {
   async workspaces(caller: Caller | null, collaborationId: string) {
     requirePrivilege(caller, PRIVILEGE);
     await this.mustFind(this.db.kysely, collaborationId);
-    const rows = await this.db.kysely
-      .selectFrom("workspaces")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .orderBy("created")
-      .execute();
+    const rows = await listWorkspaces(this.db.kysely, collaborationId);
     const out = [];
     for (const row of rows) out.push(await this.workspaceJson(row));
     return { workspaces: out };
@@ -941,25 +787,14 @@ export class CollaborationService {
 
   private async workspaceJson(row: WorkspaceTable) {
     const selfId = await this.selfId();
-    const modes = await this.db.kysely
-      .selectFrom("workspace_modes as m")
-      .innerJoin("collaboration_participants as p", (j) =>
-        j.onRef("p.portal_id", "=", "m.portal_id").on("p.collaboration_id", "=", row.collaboration_id),
-      )
-      .select(["m.portal_id", "m.access_mode", "p.portal_name", "p.role"])
-      .where("m.workspace_id", "=", row.id)
-      .execute();
-    const link = await this.db.kysely
-      .selectFrom("workspace_links")
-      .selectAll()
-      .where("workspace_id", "=", row.id)
-      .executeTakeFirst();
+    const modes = await workspaceParticipants(this.db.kysely, row);
+    const link = await findLink(this.db.kysely, row.id);
     return {
       id: row.id,
       name: row.name,
       description: row.description,
       collaborationId: row.collaboration_id,
-      config: JSON.parse(row.config) as WorkspaceConfig,
+      config: workspaceConfig(row),
       created: row.created,
       modified: row.modified,
       lastSyncSuccess: row.last_sync_success,
@@ -997,18 +832,16 @@ export class CollaborationService {
       const collab = await this.mustFind(trx, collaborationId);
       this.requireRole(collab, "host", "Only the collaboration host changes a workspace.");
       const row = await this.mustFindWorkspace(trx, collaborationId, workspaceId);
-      await trx
-        .updateTable("workspaces")
-        .set({
-          ...(input.name !== undefined ? { name: input.name } : {}),
-          ...(input.description !== undefined ? { description: input.description } : {}),
-          ...(input.config !== undefined
-            ? { config: JSON.stringify({ ...(JSON.parse(row.config) as WorkspaceConfig), ...input.config }) }
-            : {}),
-          modified: Date.now(),
-        })
-        .where("id", "=", workspaceId)
-        .execute();
+      await updateWorkspace(
+        trx,
+        workspaceId,
+        {
+          name: input.name,
+          description: input.description,
+          config: input.config !== undefined ? { ...workspaceConfig(row), ...input.config } : undefined,
+        },
+        Date.now(),
+      );
     });
     return { success: true, collaborationId, collaborationWorkspaceId: workspaceId };
   }
@@ -1034,40 +867,30 @@ export class CollaborationService {
     now: number,
     param: string,
   ) {
-    const current = await trx
-      .selectFrom("workspace_links")
-      .selectAll()
-      .where("workspace_id", "=", workspaceId)
-      .executeTakeFirst();
+    const current = await findLink(trx, workspaceId);
     const groupId = input.portalGroupId ?? current?.group_id;
     if (!groupId) throw errors.missingParameter(param);
-    const group = await trx.selectFrom("groups").select("id").where("id", "=", groupId).executeTakeFirst();
-    if (!group) throw errors.invalidParameter(param, `'${groupId}' is not a group of this portal`);
-    const elsewhere = await trx
-      .selectFrom("workspace_links")
-      .select("workspace_id")
-      .where("group_id", "=", groupId)
-      .where("workspace_id", "!=", workspaceId)
-      .executeTakeFirst();
-    if (elsewhere)
+    if (!(await findGroup(trx, groupId)))
+      throw errors.invalidParameter(param, `'${groupId}' is not a group of this portal`);
+    if (await groupLinkedElsewhere(trx, groupId, workspaceId))
       throw errors.invalidParameter(param, `group '${groupId}' is already linked to another workspace`);
-    const row = {
-      workspace_id: workspaceId,
-      group_id: groupId,
-      realtime: (input.enableRealtimeSync ?? current?.realtime === 1) ? 1 : 0,
-      copy_feature_data: (input.copyFeatureServiceData ?? current?.copy_feature_data === 1) ? 1 : 0,
-      copy_by_ref_if_copy_fail:
-        (input.copyByRefIfCopyFail ?? current?.copy_by_ref_if_copy_fail === 1) ? 1 : 0,
-      modified: now,
-    };
     if (current && current.group_id !== groupId) {
       // Copies received into the old group stay there as this portal's items; replication starts
       // over with the new group.
       await releaseCopies(trx, [workspaceId], () => false);
     }
-    if (current)
-      await trx.updateTable("workspace_links").set(row).where("workspace_id", "=", workspaceId).execute();
-    else await trx.insertInto("workspace_links").values(row).execute();
+    await saveLink(
+      trx,
+      {
+        workspaceId,
+        groupId,
+        realtime: input.enableRealtimeSync ?? current?.realtime === 1,
+        copyFeatureData: input.copyFeatureServiceData ?? current?.copy_feature_data === 1,
+        copyByRefIfCopyFail: input.copyByRefIfCopyFail ?? current?.copy_by_ref_if_copy_fail === 1,
+      },
+      current !== undefined,
+      now,
+    );
   }
 
   /** Ends replication through this portal's link (`interface.md` §3); the copies follow this portal's delete policy. */
@@ -1076,16 +899,12 @@ export class CollaborationService {
     const selfId = await this.selfId();
     await this.db.transaction(async (trx) => {
       await this.mustFindWorkspace(trx, collaborationId, workspaceId);
-      const link = await trx
-        .selectFrom("workspace_links")
-        .select("group_id")
-        .where("workspace_id", "=", workspaceId)
-        .executeTakeFirst();
-      if (!link) throw errors.conflict("The workspace has no group linked on this portal.");
+      if (!(await findLink(trx, workspaceId)))
+        throw errors.conflict("The workspace has no group linked on this portal.");
       const self = await this.mustFindParticipant(trx, collaborationId, selfId);
       await releaseCopies(trx, [workspaceId], () => self.delete_received === 1);
-      await trx.deleteFrom("sync_schedules").where("workspace_id", "=", workspaceId).execute();
-      await trx.deleteFrom("workspace_links").where("workspace_id", "=", workspaceId).execute();
+      await deleteSchedule(trx, workspaceId);
+      await deleteLink(trx, workspaceId);
     });
     return { collaborationId, collaborationWorkspaceId: workspaceId, success: true };
   }
@@ -1144,12 +963,7 @@ export class CollaborationService {
     const collab = await this.mustFind(this.db.kysely, collaborationId);
     this.requireRole(collab, "guest", "The host cannot leave its own collaboration; delete it instead.");
     const host = await this.db.transaction(async (trx) => {
-      const host = await trx
-        .selectFrom("collaboration_participants")
-        .selectAll()
-        .where("collaboration_id", "=", collaborationId)
-        .where("role", "=", "host")
-        .executeTakeFirstOrThrow();
+      const host = await findHost(trx, collaborationId);
       await this.dropCollaboration(trx, collaborationId);
       return host;
     });
@@ -1167,36 +981,18 @@ export class CollaborationService {
       workspaceIds,
       (origin) => policies.deleteReceived || (policies.contributed.get(origin) ?? false),
     );
-    if (workspaceIds.length > 0)
-      await trx
-        .deleteFrom("workspaces")
-        .where("id", "in", [...workspaceIds])
-        .execute();
+    await deleteWorkspaces(trx, workspaceIds);
   }
 
   async dropCollaboration(trx: Queryable, collaborationId: string) {
-    const workspaces = await trx
-      .selectFrom("workspaces")
-      .select("id")
-      .where("collaboration_id", "=", collaborationId)
-      .execute();
-    await this.dropWorkspaces(
-      trx,
-      collaborationId,
-      workspaces.map((w) => w.id),
-    );
-    await trx.deleteFrom("collaborations").where("id", "=", collaborationId).execute();
+    await this.dropWorkspaces(trx, collaborationId, await workspaceIdsOf(trx, collaborationId));
+    await deleteCollaboration(trx, collaborationId);
   }
 
   /** Host side of a guest leaving or being removed: the copies of its items follow its policy. */
   async dropGuest(trx: Queryable, collaborationId: string, guest: ParticipantTable) {
     const self = await this.mustFindParticipant(trx, collaborationId, await this.selfId());
-    const workspaces = await trx
-      .selectFrom("workspaces")
-      .select("id")
-      .where("collaboration_id", "=", collaborationId)
-      .execute();
-    const ids = workspaces.map((w) => w.id);
+    const ids = await workspaceIdsOf(trx, collaborationId);
     await releaseCopies(
       trx,
       ids,
@@ -1204,26 +1000,13 @@ export class CollaborationService {
       guest.portal_id,
       true,
     );
-    if (ids.length > 0)
-      await trx
-        .deleteFrom("workspace_modes")
-        .where("workspace_id", "in", ids)
-        .where("portal_id", "=", guest.portal_id)
-        .execute();
-    await trx
-      .deleteFrom("collaboration_participants")
-      .where("collaboration_id", "=", collaborationId)
-      .where("portal_id", "=", guest.portal_id)
-      .execute();
+    await deleteModesOf(trx, ids, guest.portal_id);
+    await deleteParticipant(trx, collaborationId, guest.portal_id);
   }
 
   private async policies(q: Queryable, collaborationId: string) {
     const selfId = await this.selfId();
-    const rows = await q
-      .selectFrom("collaboration_participants")
-      .select(["portal_id", "delete_contributed", "delete_received"])
-      .where("collaboration_id", "=", collaborationId)
-      .execute();
+    const rows = await listParticipants(q, collaborationId);
     return {
       deleteReceived: rows.find((r) => r.portal_id === selfId)?.delete_received === 1,
       contributed: new Map(rows.map((r) => [r.portal_id, r.delete_contributed === 1])),
@@ -1231,18 +1014,13 @@ export class CollaborationService {
   }
 
   private guestsOf(q: Queryable, collaborationId: string) {
-    return q
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .where("role", "=", "guest")
-      .execute();
+    return listGuests(q, collaborationId);
   }
 
   // ---------------------------------------------------------------- lookups
 
   async mustFind(q: Queryable, id: string): Promise<CollaborationTable> {
-    const row = await q.selectFrom("collaborations").selectAll().where("id", "=", id).executeTakeFirst();
+    const row = await findCollaboration(q, id);
     if (!row) throw errors.collaborationNotFound(id);
     return row;
   }
@@ -1252,12 +1030,7 @@ export class CollaborationService {
     collaborationId: string,
     workspaceId: string,
   ): Promise<WorkspaceTable> {
-    const row = await q
-      .selectFrom("workspaces")
-      .selectAll()
-      .where("id", "=", workspaceId)
-      .where("collaboration_id", "=", collaborationId)
-      .executeTakeFirst();
+    const row = await findWorkspace(q, collaborationId, workspaceId);
     if (!row) throw errors.workspaceNotFound(workspaceId);
     return row;
   }
@@ -1268,44 +1041,19 @@ export class CollaborationService {
     portalId: string,
   ): Promise<ParticipantTable> {
     await this.mustFind(q, collaborationId);
-    const row = await q
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .where("portal_id", "=", portalId)
-      .executeTakeFirst();
+    const row = await findParticipant(q, collaborationId, portalId);
     if (!row) throw errors.notFound(`Participant '${portalId}'`);
     return row;
   }
 
   private async mustFindInvitation(q: Queryable, collaborationId: string, invitationId: string) {
-    const row = await q
-      .selectFrom("collaboration_invitations")
-      .selectAll()
-      .where("id", "=", invitationId)
-      .where("collaboration_id", "=", collaborationId)
-      .executeTakeFirst();
+    const row = await findInvitation(q, collaborationId, invitationId);
     if (!row) throw errors.notFound(`Invitation '${invitationId}'`);
     return row;
   }
 
-  async modesOf(
-    q: Queryable,
-    workspaceIds: readonly string[],
-  ): Promise<Map<string, Map<string, AccessMode>>> {
-    const out = new Map<string, Map<string, AccessMode>>();
-    if (workspaceIds.length === 0) return out;
-    const rows = await q
-      .selectFrom("workspace_modes")
-      .selectAll()
-      .where("workspace_id", "in", [...workspaceIds])
-      .execute();
-    for (const r of rows) {
-      const m = out.get(r.workspace_id) ?? new Map<string, AccessMode>();
-      out.set(r.workspace_id, m);
-      m.set(r.portal_id, r.access_mode);
-    }
-    return out;
+  modesOf(q: Queryable, workspaceIds: readonly string[]) {
+    return modesOf(q, workspaceIds);
   }
 
   private requireRole(collab: CollaborationTable, role: "host" | "guest", message: string) {
@@ -1316,12 +1064,7 @@ export class CollaborationService {
   }
 
   private async assertUniqueName(q: Queryable, name: string) {
-    const same = await q
-      .selectFrom("collaborations")
-      .select("id")
-      .where("name", "=", name)
-      .executeTakeFirst();
-    if (same)
+    if (await collaborationNameTaken(q, name))
       throw errors.invalidParameter(
         "name",
         `'${name}' is already the name of a collaboration on this portal`,
@@ -1335,13 +1078,7 @@ export class CollaborationService {
   ) {
     const ids = Object.keys(modes);
     if (ids.length === 0) throw errors.invalidParameter(param, "must name at least one workspace");
-    const rows = await this.db.kysely
-      .selectFrom("workspaces")
-      .select("id")
-      .where("collaboration_id", "=", collaborationId)
-      .where("id", "in", ids)
-      .execute();
-    const found = new Set(rows.map((r) => r.id));
+    const found = new Set(await workspaceIdsOf(this.db.kysely, collaborationId, ids));
     const missing = ids.filter((id) => !found.has(id));
     if (missing.length > 0)
       throw errors.invalidParameter(

@@ -4,12 +4,18 @@ import type { AccessMode, SyncJobTable, SyncScheduleTable } from "../db/schema.j
 import { errors, PorticoError } from "../errors.js";
 import { newId } from "../ids.js";
 import {
-  type CollaborationService,
-  type HostState,
-  receives,
-  sends,
-  type WorkspaceConfig,
-} from "./collaboration.service.js";
+  acceptPoliciesFromHost,
+  findCollaboration,
+  findHost,
+  findParticipant,
+  isParticipant,
+  listGuests,
+  listParticipants,
+  updateCollaboration,
+  wasAccepted,
+} from "./collaboration.repository.js";
+import type { CollaborationService } from "./collaboration.service.js";
+import { type HostState, receives, sends, type WorkspaceConfig } from "./collaboration-types.js";
 import { PeerCallFailed, type PeerEnvelope, peerRefusal, SIGNATURE_MISMATCH } from "./peer.js";
 import {
   admitApply,
@@ -35,6 +41,38 @@ import {
   offerFingerprint,
   withdrawItems,
 } from "./replication.js";
+import {
+  claimFire,
+  deleteSchedule,
+  dueSchedules,
+  type ExecType,
+  failRunningJobs,
+  findJob,
+  findJobOf,
+  findRunningJob,
+  findSchedule,
+  finishJob,
+  insertJob,
+  jobTasks,
+  listJobs,
+  saveSchedule,
+  setScheduleState,
+  updateRunningJob,
+} from "./sync.repository.js";
+import { failTask, finishTask, newTask, record, summarize, type TaskResult } from "./sync-task.js";
+import {
+  findLink,
+  findWorkspace,
+  findWorkspaceById,
+  insertWorkspace,
+  listWorkspaces,
+  modesOf,
+  realtimeLinks,
+  replaceModes,
+  updateWorkspace,
+  workspaceConfig,
+  workspaceIdsOf,
+} from "./workspace.repository.js";
 
 /**
  * Syncs (`wire.md` §8): jobs, their one-at-a-time rule, schedules, realtime triggers, and the
@@ -53,30 +91,8 @@ import {
 const ENDED = "COLLAB_0410";
 /** What a host answers a call it cannot authenticate (`errors.peerCallRefused`), among others. */
 const REFUSED = "COLLAB_0498";
-const RUNNING: readonly SyncJobTable["status"][] = ["submitted", "started", "in_progress"];
 /** Debounce of realtime triggers: changes within this window make one sync. */
 const REALTIME_DELAY_MS = 500;
-
-type ExecType = SyncJobTable["exec_type"];
-
-interface ItemOutcome {
-  id: string;
-  title: string;
-  action?: string;
-  reason?: string;
-}
-
-interface TaskResult {
-  participantId: string;
-  portalUrl: string;
-  /** receive: items came from the participant; send: items went to it. */
-  direction: "receive" | "send";
-  status: "completed" | "completed_with_failures" | "failed";
-  error?: string;
-  succeeded: ItemOutcome[];
-  failed: ItemOutcome[];
-  notProcessed: ItemOutcome[];
-}
 
 export interface SyncOptions {
   db: Db;
@@ -171,11 +187,7 @@ export class SyncEngine {
     const done = this.launch(job, collaborationId, workspaceId);
     if (wait) {
       await done;
-      const row = await this.db.kysely
-        .selectFrom("sync_jobs")
-        .selectAll()
-        .where("id", "=", job)
-        .executeTakeFirstOrThrow();
+      const row = await findJob(this.db.kysely, job);
       return {
         jobId: job,
         key: job,
@@ -197,33 +209,11 @@ export class SyncEngine {
     const id = newId();
     const now = Date.now();
     try {
-      await this.db.transaction((trx) =>
-        trx
-          .insertInto("sync_jobs")
-          .values({
-            id,
-            workspace_id: workspaceId,
-            collaboration_id: collaborationId,
-            exec_type: execType,
-            status: "submitted",
-            created: now,
-            start_time: now,
-            end_time: -1,
-            heartbeat: now,
-            summary: "Submitted.",
-            results: "[]",
-          })
-          .execute(),
-      );
+      await this.db.transaction((trx) => insertJob(trx, { id, workspaceId, collaborationId, execType }, now));
       return id;
     } catch (err) {
       if (!isUniqueViolation(err)) throw err;
-      const running = await this.db.kysely
-        .selectFrom("sync_jobs")
-        .selectAll()
-        .where("workspace_id", "=", workspaceId)
-        .where("status", "in", [...RUNNING])
-        .executeTakeFirst();
+      const running = await findRunningJob(this.db.kysely, workspaceId);
       if (!running) return this.submit(collaborationId, workspaceId, execType);
       return running;
     }
@@ -272,16 +262,8 @@ export class SyncEngine {
   }
 
   /** Updates a running job; false when it is no longer running. */
-  private async setJob(jobId: string, patch: Partial<SyncJobTable>): Promise<boolean> {
-    const r = await this.db.transaction((trx) =>
-      trx
-        .updateTable("sync_jobs")
-        .set(patch)
-        .where("id", "=", jobId)
-        .where("status", "in", [...RUNNING])
-        .executeTakeFirst(),
-    );
-    return Number(r.numUpdatedRows) > 0;
+  private setJob(jobId: string, patch: Parameters<typeof updateRunningJob>[2]): Promise<boolean> {
+    return this.db.transaction((trx) => updateRunningJob(trx, jobId, patch));
   }
 
   private async run(jobId: string, collaborationId: string, workspaceId: string): Promise<void> {
@@ -316,28 +298,17 @@ export class SyncEngine {
       );
       const still = await this.applyHostState(collaborationId, state);
       const host = await this.hostOf(collaborationId).catch(() => undefined);
-      const workspace = still
-        ? await this.db.kysely
-            .selectFrom("workspaces")
-            .selectAll()
-            .where("id", "=", workspaceId)
-            .executeTakeFirst()
-        : undefined;
+      const workspace = still ? await findWorkspaceById(this.db.kysely, workspaceId) : undefined;
       if (!workspace || !host)
         throw new JobFailed("the workspace was deleted by the host; replication through it has ended");
-      const link = await this.db.kysely
-        .selectFrom("workspace_links")
-        .selectAll()
-        .where("workspace_id", "=", workspaceId)
-        .executeTakeFirst();
+      const link = await findLink(this.db.kysely, workspaceId);
       if (!link)
         throw new JobFailed(
           "no group is linked to this workspace on this portal; link one with updatePortalGroupLink",
         );
       const modes =
-        (await this.collabs.modesOf(this.db.kysely, [workspaceId])).get(workspaceId) ??
-        new Map<string, AccessMode>();
-      const config = JSON.parse(workspace.config) as WorkspaceConfig;
+        (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId) ?? new Map<string, AccessMode>();
+      const config = workspaceConfig(workspace);
       const budget = { bytes: config.maxReplicationPackageSizeInMB * MB };
       await this.setJob(jobId, { status: "in_progress", summary: "Moving items." });
       const ctx = {
@@ -365,61 +336,25 @@ export class SyncEngine {
           : tasks.some((t) => t.status !== "completed")
             ? "completed_with_failures"
             : "completed";
-      const now = Date.now();
-      await this.db.transaction(async (trx) => {
-        const r = await trx
-          .updateTable("sync_jobs")
-          .set({
-            status,
-            end_time: now,
-            heartbeat: now,
-            summary: summarize(tasks),
-            results: JSON.stringify(tasks),
-          })
-          .where("id", "=", jobId)
-          .where("status", "in", [...RUNNING])
-          .executeTakeFirst();
-        if (Number(r.numUpdatedRows) > 0 && status === "completed") {
-          await trx
-            .updateTable("workspaces")
-            .set({ last_sync_success: now })
-            .where("id", "=", workspaceId)
-            .execute();
-        }
-      });
+      const job = { id: jobId, workspaceId };
+      const outcome = { status, summary: summarize(tasks), tasks };
+      await this.db.transaction((trx) => finishJob(trx, job, outcome, Date.now()));
     } catch (err) {
       const reason =
         err instanceof JobFailed || err instanceof PeerCallFailed
           ? err.message
           : `internal error: ${(err as Error).message}`;
       if (!(err instanceof JobFailed || err instanceof PeerCallFailed)) this.onError(err, `sync ${jobId}`);
-      const now = Date.now();
-      await this.db.transaction((trx) =>
-        trx
-          .updateTable("sync_jobs")
-          .set({
-            status: "failed",
-            end_time: now,
-            heartbeat: now,
-            summary: `Failed: ${reason}`,
-            results: JSON.stringify(tasks),
-          })
-          .where("id", "=", jobId)
-          .where("status", "in", [...RUNNING])
-          .execute(),
-      );
+      const job = { id: jobId, workspaceId };
+      const outcome = { status: "failed" as const, summary: `Failed: ${reason}`, tasks };
+      await this.db.transaction((trx) => finishJob(trx, job, outcome, Date.now()));
     } finally {
       clearInterval(heartbeat);
     }
   }
 
-  private async hostOf(collaborationId: string) {
-    return this.db.kysely
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .where("role", "=", "host")
-      .executeTakeFirstOrThrow();
+  private hostOf(collaborationId: string) {
+    return findHost(this.db.kysely, collaborationId);
   }
 
   private async call<T>(
@@ -463,76 +398,29 @@ export class SyncEngine {
     const selfId = await this.collabs.selfId();
     const now = Date.now();
     return this.db.transaction(async (trx) => {
-      const collab = await trx
-        .selectFrom("collaborations")
-        .select("id")
-        .where("id", "=", collaborationId)
-        .executeTakeFirst();
-      if (!collab) return false;
-      await trx
-        .updateTable("collaborations")
-        .set({ name: state.collaboration.name, description: state.collaboration.description, modified: now })
-        .where("id", "=", collaborationId)
-        .execute();
-      for (const p of state.participants) {
-        await trx
-          .updateTable("collaboration_participants")
-          .set({
-            delete_contributed: p.deleteContributed ? 1 : 0,
-            delete_received: p.deleteReceived ? 1 : 0,
-            status: "active",
-          })
-          .where("collaboration_id", "=", collaborationId)
-          .where("portal_id", "=", p.portalId)
-          .execute();
-      }
-      const local = await trx
-        .selectFrom("workspaces")
-        .select("id")
-        .where("collaboration_id", "=", collaborationId)
-        .execute();
+      if (!(await findCollaboration(trx, collaborationId))) return false;
+      await updateCollaboration(trx, collaborationId, state.collaboration, now);
+      for (const p of state.participants) await acceptPoliciesFromHost(trx, collaborationId, p.portalId, p);
+      const local = await workspaceIdsOf(trx, collaborationId);
       const listed = new Set(state.workspaces.map((w) => w.id));
-      const gone = local.map((w) => w.id).filter((id) => !listed.has(id));
+      const gone = local.filter((id) => !listed.has(id));
       await this.collabs.dropWorkspaces(trx, collaborationId, gone);
-      const known = new Set(local.map((w) => w.id));
+      const known = new Set(local);
       for (const w of state.workspaces) {
-        const values = {
-          name: w.name,
-          description: w.description,
-          config: JSON.stringify(w.config),
-          modified: now,
-        };
-        if (known.has(w.id)) await trx.updateTable("workspaces").set(values).where("id", "=", w.id).execute();
-        else {
-          await trx
-            .insertInto("workspaces")
-            .values({
-              id: w.id,
-              collaboration_id: collaborationId,
-              last_sync_success: -1,
-              created: now,
-              ...values,
-            })
-            .execute();
-        }
-        await trx.deleteFrom("workspace_modes").where("workspace_id", "=", w.id).execute();
+        const values = { name: w.name, description: w.description, config: w.config };
+        if (known.has(w.id)) await updateWorkspace(trx, w.id, values, now);
+        else await insertWorkspace(trx, { id: w.id, collaborationId, ...values }, now);
+        // A guest knows two participants, itself and the host: it keeps their modes only.
         const modes = Object.entries(w.modes).filter(
           ([portalId]) =>
             portalId === selfId ||
             state.participants.some((p) => p.portalId === portalId && p.role === "host"),
         );
-        if (modes.length > 0) {
-          await trx
-            .insertInto("workspace_modes")
-            .values(
-              modes.map(([portalId, mode]) => ({
-                workspace_id: w.id,
-                portal_id: portalId,
-                access_mode: mode,
-              })),
-            )
-            .execute();
-        }
+        await replaceModes(
+          trx,
+          w.id,
+          modes.map(([portalId, mode]) => ({ workspaceId: w.id, portalId, mode })),
+        );
       }
       return true;
     });
@@ -732,15 +620,7 @@ export class SyncEngine {
 
   /** Marks running jobs failed: all of them (`heartbeatBefore` undefined) or those gone silent. */
   private async failJobs(reason: string, heartbeatBefore: number | undefined) {
-    const now = Date.now();
-    await this.db.transaction((trx) => {
-      let u = trx
-        .updateTable("sync_jobs")
-        .set({ status: "failed", end_time: now, summary: `Failed: ${reason}` })
-        .where("status", "in", [...RUNNING]);
-      if (heartbeatBefore !== undefined) u = u.where("heartbeat", "<", heartbeatBefore);
-      return u.execute();
-    });
+    await this.db.transaction((trx) => failRunningJobs(trx, reason, Date.now(), heartbeatBefore));
   }
 
   /** A job whose heartbeat stopped belonged to a process that died: it fails, freeing the workspace. */
@@ -754,27 +634,16 @@ export class SyncEngine {
   async status(caller: Caller | null, collaborationId: string, workspaceId: string) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
     await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const rows = await this.db.kysely
-      .selectFrom("sync_jobs")
-      .selectAll()
-      .where("workspace_id", "=", workspaceId)
-      .orderBy("created", "desc")
-      .limit(100)
-      .execute();
+    const rows = await listJobs(this.db.kysely, workspaceId, 100);
     return { status: rows.map(jobJson) };
   }
 
   async statusOf(caller: Caller | null, collaborationId: string, workspaceId: string, syncId: string) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
     await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const row = await this.db.kysely
-      .selectFrom("sync_jobs")
-      .selectAll()
-      .where("id", "=", syncId)
-      .where("workspace_id", "=", workspaceId)
-      .executeTakeFirst();
+    const row = await findJobOf(this.db.kysely, workspaceId, syncId);
     if (!row) throw errors.notFound(`Sync '${syncId}'`);
-    const tasks = JSON.parse(row.results) as TaskResult[];
+    const tasks = jobTasks(row);
     return {
       ...jobJson(row),
       participantTasks: tasks.map((t) => ({
@@ -798,11 +667,7 @@ export class SyncEngine {
   async schedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
     await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const row = await this.db.kysely
-      .selectFrom("sync_schedules")
-      .selectAll()
-      .where("workspace_id", "=", workspaceId)
-      .executeTakeFirst();
+    const row = await findSchedule(this.db.kysely, workspaceId);
     if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
     return scheduleJson(row);
   }
@@ -821,29 +686,18 @@ export class SyncEngine {
     await this.guestWorkspace(collaborationId, workspaceId);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
-      const current = await trx
-        .selectFrom("sync_schedules")
-        .selectAll()
-        .where("workspace_id", "=", workspaceId)
-        .executeTakeFirst();
-      const start = input.startTime ?? current?.start_time ?? now;
+      const current = await findSchedule(trx, workspaceId);
       const intervalMs =
         input.interval !== undefined ? Math.round(input.interval * 3600_000) : current?.interval_ms;
       if (intervalMs === undefined) throw errors.missingParameter("interval");
-      const repeat = input.repeatCount ?? current?.repeat_count ?? -1;
-      const row: SyncScheduleTable = {
-        workspace_id: workspaceId,
-        start_time: start,
-        interval_ms: intervalMs,
-        repeat_count: repeat,
-        fired: 0,
-        next_fire: nextFire(start, intervalMs, now),
-        state: current?.state === "paused" ? "paused" : "active",
-        modified: now,
+      const schedule = {
+        workspaceId,
+        startTime: input.startTime ?? current?.start_time ?? now,
+        intervalMs,
+        repeatCount: input.repeatCount ?? current?.repeat_count ?? -1,
+        paused: current?.state === "paused",
       };
-      if (current)
-        await trx.updateTable("sync_schedules").set(row).where("workspace_id", "=", workspaceId).execute();
-      else await trx.insertInto("sync_schedules").values(row).execute();
+      await saveSchedule(trx, schedule, current !== undefined, now);
     });
     return { success: true };
   }
@@ -852,11 +706,7 @@ export class SyncEngine {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
     await this.guestWorkspace(collaborationId, workspaceId);
     await this.db.transaction(async (trx) => {
-      const r = await trx
-        .deleteFrom("sync_schedules")
-        .where("workspace_id", "=", workspaceId)
-        .executeTakeFirst();
-      if (Number(r.numDeletedRows) === 0)
+      if (!(await deleteSchedule(trx, workspaceId)))
         throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
     });
     return { success: true };
@@ -872,24 +722,11 @@ export class SyncEngine {
     await this.guestWorkspace(collaborationId, workspaceId);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
-      const row = await trx
-        .selectFrom("sync_schedules")
-        .selectAll()
-        .where("workspace_id", "=", workspaceId)
-        .executeTakeFirst();
+      const row = await findSchedule(trx, workspaceId);
       if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
       if (row.state === "completed")
         throw errors.conflict("The schedule has fired its last time; update it to start again.");
-      // Resuming skips the fires missed while paused rather than running them all at once.
-      await trx
-        .updateTable("sync_schedules")
-        .set({
-          state,
-          modified: now,
-          ...(state === "active" ? { next_fire: nextFire(row.start_time, row.interval_ms, now) } : {}),
-        })
-        .where("workspace_id", "=", workspaceId)
-        .execute();
+      await setScheduleState(trx, row, state, now);
     });
     return { success: true };
   }
@@ -907,39 +744,8 @@ export class SyncEngine {
   /** Fires due schedules. The conditional update is the claim: one node fires each due time. */
   private async fireSchedules() {
     const now = Date.now();
-    const due = await this.db.kysely
-      .selectFrom("sync_schedules as s")
-      .innerJoin("workspaces as w", "w.id", "s.workspace_id")
-      .select([
-        "s.workspace_id",
-        "s.next_fire",
-        "s.fired",
-        "s.repeat_count",
-        "s.start_time",
-        "s.interval_ms",
-        "w.collaboration_id",
-      ])
-      .where("s.state", "=", "active")
-      .where("s.next_fire", "<=", now)
-      .where("s.next_fire", ">=", 0)
-      .execute();
-    for (const s of due) {
-      const fired = s.fired + 1;
-      const last = s.repeat_count >= 0 && fired > s.repeat_count;
-      const claimed = await this.db.transaction(async (trx) => {
-        const r = await trx
-          .updateTable("sync_schedules")
-          .set({
-            fired,
-            next_fire: last ? -1 : nextFire(s.start_time, s.interval_ms, now + 1),
-            state: last ? "completed" : "active",
-            modified: now,
-          })
-          .where("workspace_id", "=", s.workspace_id)
-          .where("next_fire", "=", s.next_fire)
-          .executeTakeFirst();
-        return Number(r.numUpdatedRows) === 1;
-      });
+    for (const s of await dueSchedules(this.db.kysely, now)) {
+      const claimed = await this.db.transaction((trx) => claimFire(trx, s, now));
       if (claimed) await this.startBackground(s.collaboration_id, s.workspace_id, "scheduled");
     }
   }
@@ -951,13 +757,7 @@ export class SyncEngine {
    * guests that receive. `offerFingerprint` says whether the offer changed.
    */
   private async realtimeCheck(initial: boolean) {
-    const links = await this.db.kysely
-      .selectFrom("workspace_links as l")
-      .innerJoin("workspaces as w", "w.id", "l.workspace_id")
-      .innerJoin("collaborations as c", "c.id", "w.collaboration_id")
-      .select(["l.workspace_id", "l.group_id", "w.collaboration_id", "c.role"])
-      .where("l.realtime", "=", 1)
-      .execute();
+    const links = await realtimeLinks(this.db.kysely);
     for (const link of links) {
       const print = await offerFingerprint(this.db.kysely, link.group_id);
       const before = this.fingerprints.get(link.workspace_id);
@@ -967,16 +767,9 @@ export class SyncEngine {
         await this.startBackground(link.collaboration_id, link.workspace_id, "realtime");
       } else {
         const selfId = await this.collabs.selfId();
-        const modes = (await this.collabs.modesOf(this.db.kysely, [link.workspace_id])).get(
-          link.workspace_id,
-        );
+        const modes = (await modesOf(this.db.kysely, [link.workspace_id])).get(link.workspace_id);
         if (!sends(modes?.get(selfId))) continue;
-        const guests = await this.db.kysely
-          .selectFrom("collaboration_participants")
-          .selectAll()
-          .where("collaboration_id", "=", link.collaboration_id)
-          .where("role", "=", "guest")
-          .execute();
+        const guests = await listGuests(this.db.kysely, link.collaboration_id);
         for (const g of guests) {
           if (receives(modes?.get(g.portal_id)))
             void this.tell(g.portal_url, link.collaboration_id, g.portal_id, "nudge", {
@@ -1015,28 +808,17 @@ export class SyncEngine {
    */
   async knowsPeer(collaborationId: string, portalId: string): Promise<boolean> {
     if (portalId === (await this.collabs.selfId())) return false;
-    const row = await this.db.kysely
-      .selectFrom("collaboration_participants")
-      .select("portal_id")
-      .where("collaboration_id", "=", collaborationId)
-      .where("portal_id", "=", portalId)
-      .executeTakeFirst();
-    return row !== undefined;
+    return isParticipant(this.db.kysely, collaborationId, portalId);
   }
 
   async answerPeer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
     const selfId = await this.collabs.selfId();
-    const from = await this.db.kysely
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", String(envelope.collaborationId))
-      .where("portal_id", "=", String(envelope.from))
-      .executeTakeFirst();
-    const collab = await this.db.kysely
-      .selectFrom("collaborations")
-      .selectAll()
-      .where("id", "=", String(envelope.collaborationId))
-      .executeTakeFirst();
+    const from = await findParticipant(
+      this.db.kysely,
+      String(envelope.collaborationId),
+      String(envelope.from),
+    );
+    const collab = await findCollaboration(this.db.kysely, String(envelope.collaborationId));
     // Before the signature is checked, every refusal reads the same (`peerCallRefused`), so that
     // nobody learns from this endpoint which collaborations exist; the log says which it was.
     const refuse = (why: string) => {
@@ -1053,14 +835,7 @@ export class SyncEngine {
       // Accepted once and gone now: removed, or it left. Its key went with it, so this answer is
       // unsigned; it tells only a caller that names such a former guest that the collaboration
       // exists, and lets a guest whose removal notice was lost learn it on its next sync.
-      const accepted = await this.db.kysely
-        .selectFrom("collaboration_invitations")
-        .select("id")
-        .where("collaboration_id", "=", collab.id)
-        .where("guest_portal_id", "=", String(envelope.from))
-        .where("status", "=", "accepted")
-        .executeTakeFirst();
-      if (accepted && collab.role === "host") {
+      if ((await wasAccepted(this.db.kysely, collab.id, String(envelope.from))) && collab.role === "host") {
         throw new PorticoError(403, "The caller is no longer a participant of that collaboration.", ENDED, [
           "It was removed by the host, or it left.",
         ]);
@@ -1085,13 +860,8 @@ export class SyncEngine {
       if (envelope.op === "ended") {
         await this.db.transaction(async (trx) => {
           if (workspaceId) {
-            const ws = await trx
-              .selectFrom("workspaces")
-              .select("id")
-              .where("id", "=", workspaceId)
-              .where("collaboration_id", "=", cid)
-              .executeTakeFirst();
-            if (ws) await this.collabs.dropWorkspaces(trx, cid, [workspaceId]);
+            if (await findWorkspace(trx, cid, workspaceId))
+              await this.collabs.dropWorkspaces(trx, cid, [workspaceId]);
           } else {
             await this.collabs.dropCollaboration(trx, cid);
           }
@@ -1099,11 +869,7 @@ export class SyncEngine {
         return { success: true };
       }
       if (envelope.op === "nudge") {
-        const ws = await this.db.kysely
-          .selectFrom("workspace_links")
-          .select("workspace_id")
-          .where("workspace_id", "=", workspaceId)
-          .executeTakeFirst();
+        const ws = await findLink(this.db.kysely, workspaceId);
         if (ws)
           void this.startBackground(cid, workspaceId, "realtime").catch((err: unknown) =>
             this.onError(err, "realtime sync failed"),
@@ -1120,19 +886,10 @@ export class SyncEngine {
       await this.db.transaction((trx) => this.collabs.dropGuest(trx, cid, from));
       return { success: true };
     }
-    const ws = await this.db.kysely
-      .selectFrom("workspaces")
-      .selectAll()
-      .where("id", "=", workspaceId)
-      .where("collaboration_id", "=", cid)
-      .executeTakeFirst();
+    const ws = await findWorkspace(this.db.kysely, cid, workspaceId);
     if (!ws) throw errors.workspaceNotFound(workspaceId);
-    const modes = (await this.collabs.modesOf(this.db.kysely, [workspaceId])).get(workspaceId);
-    const link = await this.db.kysely
-      .selectFrom("workspace_links")
-      .selectAll()
-      .where("workspace_id", "=", workspaceId)
-      .executeTakeFirst();
+    const modes = (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId);
+    const link = await findLink(this.db.kysely, workspaceId);
     if (!link)
       throw new PorticoError(400, "The host has no group linked to this workspace.", "COLLAB_0011", [
         "The host's administrator links one with updatePortalGroupLink.",
@@ -1153,7 +910,7 @@ export class SyncEngine {
         return { holdings: await holdings(this.db.kysely, workspaceId, from.portal_id) };
       case "apply": {
         if (!guestToHost) throw modeRefused("send to");
-        const config = JSON.parse(ws.config) as WorkspaceConfig;
+        const config = workspaceConfig(ws);
         // The guest's sync tracks its package budget; one call may not exceed it either.
         const { accepted, refused } = admitApply(
           body.items as unknown[],
@@ -1175,20 +932,12 @@ export class SyncEngine {
 
   private async hostState(collaborationId: string, guestId: string): Promise<HostState> {
     const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
-    const workspaces = await this.db.kysely
-      .selectFrom("workspaces")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .execute();
-    const modes = await this.collabs.modesOf(
+    const workspaces = await listWorkspaces(this.db.kysely, collaborationId);
+    const modes = await modesOf(
       this.db.kysely,
       workspaces.map((w) => w.id),
     );
-    const participants = await this.db.kysely
-      .selectFrom("collaboration_participants")
-      .selectAll()
-      .where("collaboration_id", "=", collaborationId)
-      .execute();
+    const participants = await listParticipants(this.db.kysely, collaborationId);
     return {
       collaboration: { id: collab.id, name: collab.name, description: collab.description },
       // A guest sees the workspaces it was given an access mode in.
@@ -1198,7 +947,7 @@ export class SyncEngine {
           id: w.id,
           name: w.name,
           description: w.description,
-          config: JSON.parse(w.config) as WorkspaceConfig,
+          config: workspaceConfig(w),
           modes: Object.fromEntries(modes.get(w.id) ?? []),
         })),
       participants: participants
@@ -1258,45 +1007,6 @@ function modeRefused(what: string) {
   );
 }
 
-function newTask(participantId: string, portalUrl: string, direction: "receive" | "send"): TaskResult {
-  return {
-    participantId,
-    portalUrl,
-    direction,
-    status: "completed",
-    succeeded: [],
-    failed: [],
-    notProcessed: [],
-  };
-}
-
-function record(task: TaskResult, results: readonly ItemResult[]) {
-  for (const r of results) {
-    if (r.ok) task.succeeded.push({ id: r.id, title: r.title, ...(r.action ? { action: r.action } : {}) });
-    else task.failed.push({ id: r.id, title: r.title, reason: r.reason ?? "failed" });
-  }
-}
-
-function failTask(task: TaskResult, err: unknown) {
-  task.status = "failed";
-  task.error = err instanceof Error ? err.message : String(err);
-}
-
-function finishTask(task: TaskResult): TaskResult {
-  if (task.status !== "failed" && (task.failed.length > 0 || task.notProcessed.length > 0))
-    task.status = "completed_with_failures";
-  return task;
-}
-
-function summarize(tasks: readonly TaskResult[]): string {
-  return tasks
-    .map(
-      (t) =>
-        `${t.direction === "receive" ? "from" : "to"} ${t.portalUrl}: ${t.succeeded.length} succeeded, ${t.failed.length} failed, ${t.notProcessed.length} not processed${t.error ? ` (${t.error})` : ""}`,
-    )
-    .join("; ");
-}
-
 function jobJson(row: SyncJobTable) {
   return {
     syncId: row.id,
@@ -1318,11 +1028,4 @@ function scheduleJson(row: SyncScheduleTable) {
     nextFireTime: row.next_fire,
     state: row.state,
   };
-}
-
-/** The first fire time at or after `now`: start, start + interval, ... */
-function nextFire(start: number, intervalMs: number, now: number): number {
-  if (now <= start) return start;
-  const k = Math.ceil((now - start) / intervalMs);
-  return start + k * intervalMs;
 }

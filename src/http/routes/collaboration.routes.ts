@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
+import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration-types.js";
 import { PEER_HEADERS, type PeerEnvelope } from "../../collaboration/peer.js";
 import type { AccessMode } from "../../db/schema.js";
 import { errors, PorticoError } from "../../errors.js";
