@@ -1,8 +1,10 @@
 import { AuthService } from "./auth/auth.service.js";
 import { type HashingLimits, PasswordHasher } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
+import { InvitationService } from "./collaboration/invitation.service.js";
 import { PeerClient, PortalKeys } from "./collaboration/peer.js";
 import { SyncEngine } from "./collaboration/sync.js";
+import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { SharingService } from "./content/sharing.service.js";
@@ -11,6 +13,7 @@ import { FeatureAttachmentService } from "./features/feature-attachments.service
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
+import { PeerNotifier } from "./jobs/peer-notifier.js";
 import type { OutboundGuard } from "./outbound/guard.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
@@ -35,6 +38,8 @@ export interface Services {
   featureAttachments: FeatureAttachmentService;
   webhooks: WebhookService;
   collaborations: CollaborationService;
+  collaborationInvitations: InvitationService;
+  workspaces: WorkspaceService;
   /** Sync jobs, schedules and the peer endpoint; also background work, started by `startPortico`. */
   sync: SyncEngine;
 }
@@ -59,13 +64,9 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const hasher = new PasswordHasher(options.hashing);
   const items = new ItemService(db, portal);
   const keys = new PortalKeys(db);
-  const collaborations = new CollaborationService(
-    db,
-    portal,
-    keys,
-    new PeerClient(options.guard, keys),
-    options.portalUrl,
-  );
+  const peers = new PeerClient(options.guard, keys);
+  const selfId = async () => (await portal.get()).id;
+  const notifier = new PeerNotifier({ peers, selfId, onError: options.onError });
   const featureServices = new FeatureServiceService(db, items);
   const featureData = new FeatureDataService(db, featureServices);
   return {
@@ -83,7 +84,16 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),
     webhooks: new WebhookService(db, portal),
-    collaborations,
-    sync: new SyncEngine({ db, collaborations, staleMs: options.syncStaleMs, onError: options.onError }),
+    collaborations: new CollaborationService(db, portal, keys, options.portalUrl, notifier),
+    collaborationInvitations: new InvitationService(db, portal, keys, options.portalUrl),
+    workspaces: new WorkspaceService(db, portal, notifier),
+    sync: new SyncEngine({
+      db,
+      peers,
+      selfId,
+      notifier,
+      staleMs: options.syncStaleMs,
+      onError: options.onError,
+    }),
   };
 }

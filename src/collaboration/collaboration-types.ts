@@ -65,11 +65,17 @@ export interface HostState {
   }[];
 }
 
-/** Tells other portals about a change that ends replication; failures are only logged. */
-export type Notify = (
-  portalUrl: string,
-  collaborationId: string,
-  to: string,
-  op: string,
-  body: Record<string, unknown>,
-) => void;
+/**
+ * Tells another portal of a collaboration about a change that ends replication there, or that
+ * there is something to sync. Best effort: failures are only logged, and the other portal learns
+ * the same on its next sync.
+ */
+export interface Notifier {
+  tell(
+    portalUrl: string,
+    collaborationId: string,
+    to: string,
+    op: string,
+    body: Record<string, unknown>,
+  ): void;
+}

@@ -14,9 +14,22 @@ import {
   updateCollaboration,
   wasAccepted,
 } from "./collaboration.repository.js";
-import type { CollaborationService } from "./collaboration.service.js";
-import { type HostState, receives, sends, type WorkspaceConfig } from "./collaboration-types.js";
-import { PeerCallFailed, type PeerEnvelope, peerRefusal, SIGNATURE_MISMATCH } from "./peer.js";
+import { mustFindCollaboration, mustFindWorkspace } from "./collaboration-checks.js";
+import {
+  type HostState,
+  type Notifier,
+  receives,
+  sends,
+  type WorkspaceConfig,
+} from "./collaboration-types.js";
+import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
+import {
+  PeerCallFailed,
+  type PeerClient,
+  type PeerEnvelope,
+  peerRefusal,
+  SIGNATURE_MISMATCH,
+} from "./peer.js";
 import {
   admitApply,
   admitExport,
@@ -96,14 +109,19 @@ const REALTIME_DELAY_MS = 500;
 
 export interface SyncOptions {
   db: Db;
-  collaborations: CollaborationService;
+  peers: PeerClient;
+  /** This portal's organization id: the sender of every peer call. */
+  selfId: () => Promise<string>;
+  notifier: Notifier;
   staleMs: number;
   onError: (err: unknown, what: string) => void;
 }
 
 export class SyncEngine {
   private readonly db: Db;
-  private readonly collabs: CollaborationService;
+  private readonly peers: PeerClient;
+  private readonly selfId: () => Promise<string>;
+  private readonly notifier: Notifier;
   private readonly staleMs: number;
   private readonly onError: SyncOptions["onError"];
   private readonly timers: NodeJS.Timeout[] = [];
@@ -117,12 +135,11 @@ export class SyncEngine {
 
   constructor(options: SyncOptions) {
     this.db = options.db;
-    this.collabs = options.collaborations;
+    this.peers = options.peers;
+    this.selfId = options.selfId;
+    this.notifier = options.notifier;
     this.staleMs = options.staleMs;
     this.onError = options.onError;
-    this.collabs.notify = (url, collaborationId, to, op, body) => {
-      void this.tell(url, collaborationId, to, op, body);
-    };
   }
 
   async start(): Promise<void> {
@@ -168,13 +185,13 @@ export class SyncEngine {
   /** Starts a sync of a workspace (guest side). Refused, naming the running sync, while one runs. */
   async requestSync(caller: Caller | null, collaborationId: string, workspaceId: string, wait: boolean) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
-    const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
+    const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     if (collab.role !== "guest") {
       throw new PorticoError(400, "Syncs of this collaboration are started by its guests.", "COLLAB_0003", [
         "The guest is the participant designated to initiate syncs; sync from the guest portal.",
       ]);
     }
-    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const job = await this.submit(collaborationId, workspaceId, "manual");
     if (typeof job === "object") {
       throw new PorticoError(
@@ -288,7 +305,7 @@ export class SyncEngine {
         heartbeat: Date.now(),
         summary: "Started.",
       });
-      const selfId = await this.collabs.selfId();
+      const selfId = await this.selfId();
       // The host's view wins: modes, workspaces, policies, and whether this portal still takes part.
       const state = await this.call<HostState>(
         await this.hostOf(collaborationId),
@@ -366,9 +383,9 @@ export class SyncEngine {
     if (this.abort.signal.aborted) throw new JobFailed("the portal is stopping; start the sync again");
     let answer: unknown;
     try {
-      answer = await this.collabs.peers.call<unknown>(to.portal_url, {
+      answer = await this.peers.call<unknown>(to.portal_url, {
         collaborationId,
-        from: await this.collabs.selfId(),
+        from: await this.selfId(),
         to: to.portal_id,
         op,
         body,
@@ -376,7 +393,8 @@ export class SyncEngine {
     } catch (err) {
       if (err instanceof PeerCallFailed && err.messageCode === ENDED) {
         // The host deleted the collaboration or removed this portal: replication has ended here too.
-        await this.db.transaction((trx) => this.collabs.dropCollaboration(trx, collaborationId));
+        const selfId = await this.selfId();
+        await this.db.transaction((trx) => dropCollaboration(trx, selfId, collaborationId));
         throw new JobFailed(`the host ended this portal's participation (${err.message})`);
       }
       if (err instanceof PeerCallFailed && err.messageCode === REFUSED) {
@@ -395,7 +413,7 @@ export class SyncEngine {
 
   /** Applies the host's view on the guest; false when the collaboration ended here. */
   private async applyHostState(collaborationId: string, state: HostState): Promise<boolean> {
-    const selfId = await this.collabs.selfId();
+    const selfId = await this.selfId();
     const now = Date.now();
     return this.db.transaction(async (trx) => {
       if (!(await findCollaboration(trx, collaborationId))) return false;
@@ -404,7 +422,7 @@ export class SyncEngine {
       const local = await workspaceIdsOf(trx, collaborationId);
       const listed = new Set(state.workspaces.map((w) => w.id));
       const gone = local.filter((id) => !listed.has(id));
-      await this.collabs.dropWorkspaces(trx, collaborationId, gone);
+      await dropWorkspaces(trx, selfId, collaborationId, gone);
       const known = new Set(local);
       for (const w of state.workspaces) {
         const values = { name: w.name, description: w.description, config: w.config };
@@ -633,14 +651,14 @@ export class SyncEngine {
 
   async status(caller: Caller | null, collaborationId: string, workspaceId: string) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const rows = await listJobs(this.db.kysely, workspaceId, 100);
     return { status: rows.map(jobJson) };
   }
 
   async statusOf(caller: Caller | null, collaborationId: string, workspaceId: string, syncId: string) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const row = await findJobOf(this.db.kysely, workspaceId, syncId);
     if (!row) throw errors.notFound(`Sync '${syncId}'`);
     const tasks = jobTasks(row);
@@ -666,7 +684,7 @@ export class SyncEngine {
 
   async schedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
     requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const row = await findSchedule(this.db.kysely, workspaceId);
     if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
     return scheduleJson(row);
@@ -732,13 +750,13 @@ export class SyncEngine {
   }
 
   private async guestWorkspace(collaborationId: string, workspaceId: string) {
-    const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
+    const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     if (collab.role !== "guest") {
       throw new PorticoError(400, "Sync schedules are kept by the collaboration's guests.", "COLLAB_0004", [
         "Schedule syncs on the guest portal.",
       ]);
     }
-    await this.collabs.mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
+    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
   }
 
   /** Fires due schedules. The conditional update is the claim: one node fires each due time. */
@@ -766,36 +784,17 @@ export class SyncEngine {
       if (link.role === "guest") {
         await this.startBackground(link.collaboration_id, link.workspace_id, "realtime");
       } else {
-        const selfId = await this.collabs.selfId();
+        const selfId = await this.selfId();
         const modes = (await modesOf(this.db.kysely, [link.workspace_id])).get(link.workspace_id);
         if (!sends(modes?.get(selfId))) continue;
         const guests = await listGuests(this.db.kysely, link.collaboration_id);
         for (const g of guests) {
           if (receives(modes?.get(g.portal_id)))
-            void this.tell(g.portal_url, link.collaboration_id, g.portal_id, "nudge", {
+            this.notifier.tell(g.portal_url, link.collaboration_id, g.portal_id, "nudge", {
               workspaceId: link.workspace_id,
             });
         }
       }
-    }
-  }
-
-  /** A best-effort notice to another portal; the next sync carries the same news if it is lost. */
-  private async tell(
-    url: string,
-    collaborationId: string,
-    to: string,
-    op: string,
-    body: Record<string, unknown>,
-  ) {
-    try {
-      await this.collabs.peers.call(
-        url,
-        { collaborationId, from: await this.collabs.selfId(), to, op, body },
-        10_000,
-      );
-    } catch (err) {
-      this.onError(err, `telling ${url} '${op}' failed; it learns on its next sync`);
     }
   }
 
@@ -807,12 +806,12 @@ export class SyncEngine {
    * call names in its headers (`PEER_HEADERS`) before a large body of it is read.
    */
   async knowsPeer(collaborationId: string, portalId: string): Promise<boolean> {
-    if (portalId === (await this.collabs.selfId())) return false;
+    if (portalId === (await this.selfId())) return false;
     return isParticipant(this.db.kysely, collaborationId, portalId);
   }
 
   async answerPeer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
-    const selfId = await this.collabs.selfId();
+    const selfId = await this.selfId();
     const from = await findParticipant(
       this.db.kysely,
       String(envelope.collaborationId),
@@ -861,9 +860,9 @@ export class SyncEngine {
         await this.db.transaction(async (trx) => {
           if (workspaceId) {
             if (await findWorkspace(trx, cid, workspaceId))
-              await this.collabs.dropWorkspaces(trx, cid, [workspaceId]);
+              await dropWorkspaces(trx, selfId, cid, [workspaceId]);
           } else {
-            await this.collabs.dropCollaboration(trx, cid);
+            await dropCollaboration(trx, selfId, cid);
           }
         });
         return { success: true };
@@ -883,7 +882,7 @@ export class SyncEngine {
     if (envelope.op === "state")
       return (await this.hostState(cid, from.portal_id)) as unknown as Record<string, unknown>;
     if (envelope.op === "left") {
-      await this.db.transaction((trx) => this.collabs.dropGuest(trx, cid, from));
+      await this.db.transaction((trx) => dropGuest(trx, selfId, cid, from));
       return { success: true };
     }
     const ws = await findWorkspace(this.db.kysely, cid, workspaceId);
@@ -931,7 +930,7 @@ export class SyncEngine {
   }
 
   private async hostState(collaborationId: string, guestId: string): Promise<HostState> {
-    const collab = await this.collabs.mustFind(this.db.kysely, collaborationId);
+    const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     const workspaces = await listWorkspaces(this.db.kysely, collaborationId);
     const modes = await modesOf(
       this.db.kysely,

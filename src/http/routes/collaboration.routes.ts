@@ -162,8 +162,13 @@ export const collaborationRoutes = [
           "invitationFile",
         );
         return op === "validateCollaborationInvitation"
-          ? services.collaborations.validateInvitation(caller, text, param)
-          : services.collaborations.acceptInvitation(caller, text, param, contactOf(params, "guest"));
+          ? services.collaborationInvitations.validateInvitation(caller, text, param)
+          : services.collaborationInvitations.acceptInvitation(
+              caller,
+              text,
+              param,
+              contactOf(params, "guest"),
+            );
       },
     }),
   ),
@@ -221,7 +226,7 @@ export const collaborationRoutes = [
     },
     handler: async ({ params, path, caller, services }) => {
       const cid = path.collaborationId as string;
-      const { id, text } = await services.collaborations.invite(caller, cid, {
+      const { id, text } = await services.collaborationInvitations.invite(caller, cid, {
         guestPortalUrl: params.guestPortalUrl,
         workspaces: modeMap(
           params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>,
@@ -239,7 +244,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invitations(caller, path.collaborationId as string),
+      services.collaborationInvitations.invitations(caller, path.collaborationId as string),
   }),
   defineRoute({
     name: "collaborations.invitations.invalidate",
@@ -249,7 +254,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invalidateInvitation(
+      services.collaborationInvitations.invalidateInvitation(
         caller,
         path.collaborationId as string,
         path.invitationId as string,
@@ -263,7 +268,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { expiration: p.integer({ min: 1, max: 8760 }) },
     handler: async ({ params, path, caller, services }) => {
-      const { id, text } = await services.collaborations.refreshInvitation(
+      const { id, text } = await services.collaborationInvitations.refreshInvitation(
         caller,
         path.collaborationId as string,
         path.invitationId as string,
@@ -282,7 +287,7 @@ export const collaborationRoutes = [
     handler: async ({ path, caller, services }) => {
       const cid = path.collaborationId as string;
       return json(
-        await services.collaborations.exportResponse(caller, cid),
+        await services.collaborationInvitations.exportResponse(caller, cid),
         fileName("collaboration-response", cid),
       );
     },
@@ -305,8 +310,8 @@ export const collaborationRoutes = [
         );
         const cid = path.collaborationId as string;
         return op === "validateInvitationResponse"
-          ? services.collaborations.validateResponse(caller, cid, text, param)
-          : services.collaborations.importResponse(caller, cid, text, param);
+          ? services.collaborationInvitations.validateResponse(caller, cid, text, param)
+          : services.collaborationInvitations.importResponse(caller, cid, text, param);
       },
     }),
   ),
@@ -395,7 +400,7 @@ export const collaborationRoutes = [
       accessMode: p.string({ enum: MODES }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.addWorkspace(caller, path.collaborationId as string, {
+      services.workspaces.addWorkspace(caller, path.collaborationId as string, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
@@ -411,7 +416,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspaces(caller, path.collaborationId as string),
+      services.workspaces.workspaces(caller, path.collaborationId as string),
   }),
   defineRoute({
     name: "collaborations.workspace",
@@ -421,7 +426,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspace(caller, path.collaborationId as string, path.workspaceId as string),
+      services.workspaces.workspace(caller, path.collaborationId as string, path.workspaceId as string),
   }),
   defineRoute({
     name: "collaborations.workspace.updateInfo",
@@ -431,7 +436,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: workspaceFields,
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateWorkspaceInfo(
+      services.workspaces.updateWorkspaceInfo(
         caller,
         path.collaborationId as string,
         path.workspaceId as string,
@@ -455,7 +460,7 @@ export const collaborationRoutes = [
       copyByRefIfCopyFail: p.boolean(),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateGroupLink(
+      services.workspaces.updateGroupLink(
         caller,
         path.collaborationId as string,
         path.workspaceId as string,
@@ -470,11 +475,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.workspaces.removeGroupLink(caller, path.collaborationId as string, path.workspaceId as string),
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -484,11 +485,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.deleteWorkspace(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.workspaces.deleteWorkspace(caller, path.collaborationId as string, path.workspaceId as string),
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
