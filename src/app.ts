@@ -146,7 +146,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
     await delivery.start();
-    await services.sync.start();
+    await services.syncJobs.start();
 
     return {
       app,
@@ -163,7 +163,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         // this one after a restart.
         await Promise.all([
           app.close(),
-          services.sync.stop(),
+          services.syncJobs.stop(),
           delivery.stop(config.shutdownGraceSeconds * 1000),
         ]);
         await guard.close();

@@ -3,7 +3,9 @@ import { type HashingLimits, PasswordHasher } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
 import { InvitationService } from "./collaboration/invitation.service.js";
 import { PeerClient, PortalKeys } from "./collaboration/peer.js";
+import { PeerEndpoint } from "./collaboration/peer-endpoint.js";
 import { SyncEngine } from "./collaboration/sync.js";
+import { SyncService } from "./collaboration/sync.service.js";
 import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
@@ -40,8 +42,10 @@ export interface Services {
   collaborations: CollaborationService;
   collaborationInvitations: InvitationService;
   workspaces: WorkspaceService;
-  /** Sync jobs, schedules and the peer endpoint; also background work, started by `startPortico`. */
-  sync: SyncEngine;
+  sync: SyncService;
+  peerEndpoint: PeerEndpoint;
+  /** Sync jobs, schedules and realtime triggers: background work, started by `startPortico`. */
+  syncJobs: SyncEngine;
 }
 
 export interface ServiceOptions {
@@ -67,6 +71,14 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const peers = new PeerClient(options.guard, keys);
   const selfId = async () => (await portal.get()).id;
   const notifier = new PeerNotifier({ peers, selfId, onError: options.onError });
+  const syncJobs = new SyncEngine({
+    db,
+    peers,
+    selfId,
+    notifier,
+    staleMs: options.syncStaleMs,
+    onError: options.onError,
+  });
   const featureServices = new FeatureServiceService(db, items);
   const featureData = new FeatureDataService(db, featureServices);
   return {
@@ -87,13 +99,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     collaborations: new CollaborationService(db, portal, keys, options.portalUrl, notifier),
     collaborationInvitations: new InvitationService(db, portal, keys, options.portalUrl),
     workspaces: new WorkspaceService(db, portal, notifier),
-    sync: new SyncEngine({
-      db,
-      peers,
-      selfId,
-      notifier,
-      staleMs: options.syncStaleMs,
-      onError: options.onError,
-    }),
+    sync: new SyncService(db, syncJobs),
+    peerEndpoint: new PeerEndpoint({ db, selfId, syncs: syncJobs, onError: options.onError }),
+    syncJobs,
   };
 }

@@ -1,4 +1,4 @@
-import type { AccessMode } from "../db/schema.js";
+import type { AccessMode, SyncJobTable } from "../db/schema.js";
 
 /**
  * The shapes distributed collaboration (`wire.md` §8) works with, shared by its services, its
@@ -78,4 +78,22 @@ export interface Notifier {
     op: string,
     body: Record<string, unknown>,
   ): void;
+}
+
+/** Starts syncs: what the sync service and the peer endpoint need of the sync runner. */
+export interface SyncStarter {
+  /** Inserts a job; answers its id, or the running job that kept it from starting. */
+  submit(
+    collaborationId: string,
+    workspaceId: string,
+    execType: SyncJobTable["exec_type"],
+  ): Promise<string | SyncJobTable>;
+  /** Runs a submitted job; settles when it has ended. */
+  launch(jobId: string, collaborationId: string, workspaceId: string): Promise<void>;
+  /** Starts a scheduled or realtime sync; when one runs, it starts once that one ends. */
+  startBackground(
+    collaborationId: string,
+    workspaceId: string,
+    execType: SyncJobTable["exec_type"],
+  ): Promise<void>;
 }

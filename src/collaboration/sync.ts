@@ -1,20 +1,7 @@
-import { type Caller, requirePrivilege } from "../auth/caller.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
-import type { AccessMode, SyncJobTable, SyncScheduleTable } from "../db/schema.js";
-import { errors, PorticoError } from "../errors.js";
+import type { AccessMode, SyncJobTable } from "../db/schema.js";
 import { newId } from "../ids.js";
-import {
-  acceptPoliciesFromHost,
-  findCollaboration,
-  findHost,
-  findParticipant,
-  isParticipant,
-  listGuests,
-  listParticipants,
-  updateCollaboration,
-  wasAccepted,
-} from "./collaboration.repository.js";
-import { mustFindCollaboration, mustFindWorkspace } from "./collaboration-checks.js";
+import { findHost, listGuests } from "./collaboration.repository.js";
 import {
   type HostState,
   type Notifier,
@@ -22,25 +9,19 @@ import {
   sends,
   type WorkspaceConfig,
 } from "./collaboration-types.js";
-import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
+import { dropCollaboration } from "./drop-cascade.js";
+import { applyHostState } from "./host-state.js";
+import { CALL_REFUSED, PARTICIPATION_ENDED, PeerCallFailed, type PeerClient } from "./peer.js";
 import {
-  PeerCallFailed,
-  type PeerClient,
-  type PeerEnvelope,
-  peerRefusal,
-  SIGNATURE_MISMATCH,
-} from "./peer.js";
-import {
-  admitApply,
   admitExport,
   answerProblem,
   BATCH_BYTES,
   BATCH_ITEMS,
   type CallLimits,
+  itemLimits,
   MAX_TRANSPORT_BYTES,
   MB,
   type Offered,
-  requestProblem,
 } from "./peer-messages.js";
 import {
   applyItems,
@@ -56,40 +37,26 @@ import {
 } from "./replication.js";
 import {
   claimFire,
-  deleteSchedule,
   dueSchedules,
   type ExecType,
   failRunningJobs,
-  findJob,
-  findJobOf,
   findRunningJob,
-  findSchedule,
   finishJob,
   insertJob,
-  jobTasks,
-  listJobs,
-  saveSchedule,
-  setScheduleState,
   updateRunningJob,
 } from "./sync.repository.js";
 import { failTask, finishTask, newTask, record, summarize, type TaskResult } from "./sync-task.js";
 import {
   findLink,
-  findWorkspace,
   findWorkspaceById,
-  insertWorkspace,
-  listWorkspaces,
   modesOf,
   realtimeLinks,
-  replaceModes,
-  updateWorkspace,
   workspaceConfig,
-  workspaceIdsOf,
 } from "./workspace.repository.js";
 
 /**
- * Syncs (`wire.md` §8): jobs, their one-at-a-time rule, schedules, realtime triggers, and the
- * peer endpoint the other portal calls.
+ * Syncs (`wire.md` §8): jobs, their one-at-a-time rule, schedules and realtime triggers. What
+ * administrators call is `sync.service.ts`; what the other portal calls, `peer-endpoint.ts`.
  *
  * A sync runs on a guest. It first asks the host for the collaboration's current state (access
  * modes, workspaces, delete policies; a guest the host removed learns it here), then moves items
@@ -100,10 +67,6 @@ import {
  * whose process dies leaves no files behind, and the next sync resumes from what was stored.
  */
 
-/** What a host answers a guest it no longer counts (removed, left, collaboration deleted). */
-const ENDED = "COLLAB_0410";
-/** What a host answers a call it cannot authenticate (`errors.peerCallRefused`), among others. */
-const REFUSED = "COLLAB_0498";
 /** Debounce of realtime triggers: changes within this window make one sync. */
 const REALTIME_DELAY_MS = 500;
 
@@ -182,42 +145,8 @@ export class SyncEngine {
 
   // ---------------------------------------------------------------- jobs
 
-  /** Starts a sync of a workspace (guest side). Refused, naming the running sync, while one runs. */
-  async requestSync(caller: Caller | null, collaborationId: string, workspaceId: string, wait: boolean) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
-    if (collab.role !== "guest") {
-      throw new PorticoError(400, "Syncs of this collaboration are started by its guests.", "COLLAB_0003", [
-        "The guest is the participant designated to initiate syncs; sync from the guest portal.",
-      ]);
-    }
-    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const job = await this.submit(collaborationId, workspaceId, "manual");
-    if (typeof job === "object") {
-      throw new PorticoError(
-        400,
-        `A sync of this workspace is already running (syncId ${job.id}, ${job.status} since ${new Date(job.start_time).toISOString()}); a new sync was not started.`,
-        "COLLAB_0010",
-        [`Wait for sync ${job.id} to finish; follow it at syncStatus/${job.id}.`],
-      );
-    }
-    const done = this.launch(job, collaborationId, workspaceId);
-    if (wait) {
-      await done;
-      const row = await findJob(this.db.kysely, job);
-      return {
-        jobId: job,
-        key: job,
-        success: row.status !== "failed",
-        status: row.status,
-        summary: row.summary,
-      };
-    }
-    return { jobId: job, key: job, success: true };
-  }
-
   /** Inserts a job; answers its id, or the running job that kept it from starting. */
-  private async submit(
+  async submit(
     collaborationId: string,
     workspaceId: string,
     execType: ExecType,
@@ -236,7 +165,7 @@ export class SyncEngine {
     }
   }
 
-  private launch(jobId: string, collaborationId: string, workspaceId: string): Promise<void> {
+  launch(jobId: string, collaborationId: string, workspaceId: string): Promise<void> {
     const run = this.run(jobId, collaborationId, workspaceId)
       .catch((err: unknown) => this.onError(err, `sync ${jobId} failed`))
       .finally(() => {
@@ -252,7 +181,7 @@ export class SyncEngine {
   }
 
   /** Starts a scheduled or realtime sync; when one runs, it starts once that one ends. */
-  private async startBackground(collaborationId: string, workspaceId: string, execType: ExecType) {
+  async startBackground(collaborationId: string, workspaceId: string, execType: ExecType) {
     const job = await this.submit(collaborationId, workspaceId, execType);
     if (typeof job === "object") {
       this.deferred.set(workspaceId, execType);
@@ -313,7 +242,7 @@ export class SyncEngine {
         "state",
         {},
       );
-      const still = await this.applyHostState(collaborationId, state);
+      const still = await applyHostState(this.db, selfId, collaborationId, state);
       const host = await this.hostOf(collaborationId).catch(() => undefined);
       const workspace = still ? await findWorkspaceById(this.db.kysely, workspaceId) : undefined;
       if (!workspace || !host)
@@ -391,13 +320,13 @@ export class SyncEngine {
         body,
       });
     } catch (err) {
-      if (err instanceof PeerCallFailed && err.messageCode === ENDED) {
+      if (err instanceof PeerCallFailed && err.messageCode === PARTICIPATION_ENDED) {
         // The host deleted the collaboration or removed this portal: replication has ended here too.
         const selfId = await this.selfId();
         await this.db.transaction((trx) => dropCollaboration(trx, selfId, collaborationId));
         throw new JobFailed(`the host ended this portal's participation (${err.message})`);
       }
-      if (err instanceof PeerCallFailed && err.messageCode === REFUSED) {
+      if (err instanceof PeerCallFailed && err.messageCode === CALL_REFUSED) {
         // The host tells an unknown caller nothing more, so the likely cause is said here.
         throw new JobFailed(
           `${err.message}; a host refuses a guest's calls until its administrator imports the guest's invitation response`,
@@ -409,39 +338,6 @@ export class SyncEngine {
     const problem = answerProblem(op, answer);
     if (problem) throw new JobFailed(`the answer of ${to.portal_url} to '${op}' was refused: it ${problem}`);
     return answer as T;
-  }
-
-  /** Applies the host's view on the guest; false when the collaboration ended here. */
-  private async applyHostState(collaborationId: string, state: HostState): Promise<boolean> {
-    const selfId = await this.selfId();
-    const now = Date.now();
-    return this.db.transaction(async (trx) => {
-      if (!(await findCollaboration(trx, collaborationId))) return false;
-      await updateCollaboration(trx, collaborationId, state.collaboration, now);
-      for (const p of state.participants) await acceptPoliciesFromHost(trx, collaborationId, p.portalId, p);
-      const local = await workspaceIdsOf(trx, collaborationId);
-      const listed = new Set(state.workspaces.map((w) => w.id));
-      const gone = local.filter((id) => !listed.has(id));
-      await dropWorkspaces(trx, selfId, collaborationId, gone);
-      const known = new Set(local);
-      for (const w of state.workspaces) {
-        const values = { name: w.name, description: w.description, config: w.config };
-        if (known.has(w.id)) await updateWorkspace(trx, w.id, values, now);
-        else await insertWorkspace(trx, { id: w.id, collaborationId, ...values }, now);
-        // A guest knows two participants, itself and the host: it keeps their modes only.
-        const modes = Object.entries(w.modes).filter(
-          ([portalId]) =>
-            portalId === selfId ||
-            state.participants.some((p) => p.portalId === portalId && p.role === "host"),
-        );
-        await replaceModes(
-          trx,
-          w.id,
-          modes.map(([portalId, mode]) => ({ workspaceId: w.id, portalId, mode })),
-        );
-      }
-      return true;
-    });
   }
 
   /** Items the host offers that this portal lacks or holds an older version of. */
@@ -649,116 +545,6 @@ export class SyncEngine {
     );
   }
 
-  async status(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const rows = await listJobs(this.db.kysely, workspaceId, 100);
-    return { status: rows.map(jobJson) };
-  }
-
-  async statusOf(caller: Caller | null, collaborationId: string, workspaceId: string, syncId: string) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const row = await findJobOf(this.db.kysely, workspaceId, syncId);
-    if (!row) throw errors.notFound(`Sync '${syncId}'`);
-    const tasks = jobTasks(row);
-    return {
-      ...jobJson(row),
-      participantTasks: tasks.map((t) => ({
-        participantId: t.participantId,
-        portalUrl: t.portalUrl,
-        direction: t.direction,
-        status: t.status,
-        ...(t.error ? { error: t.error } : {}),
-        succeededCount: t.succeeded.length,
-        failedCount: t.failed.length,
-        notProcessedCount: t.notProcessed.length,
-        succeeded: t.succeeded,
-        failed: t.failed,
-        notProcessed: t.notProcessed,
-      })),
-    };
-  }
-
-  // ---------------------------------------------------------------- schedules
-
-  async schedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-    const row = await findSchedule(this.db.kysely, workspaceId);
-    if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
-    return scheduleJson(row);
-  }
-
-  async updateSchedule(
-    caller: Caller | null,
-    collaborationId: string,
-    workspaceId: string,
-    input: {
-      startTime?: number | undefined;
-      interval?: number | undefined;
-      repeatCount?: number | undefined;
-    },
-  ) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await this.guestWorkspace(collaborationId, workspaceId);
-    const now = Date.now();
-    await this.db.transaction(async (trx) => {
-      const current = await findSchedule(trx, workspaceId);
-      const intervalMs =
-        input.interval !== undefined ? Math.round(input.interval * 3600_000) : current?.interval_ms;
-      if (intervalMs === undefined) throw errors.missingParameter("interval");
-      const schedule = {
-        workspaceId,
-        startTime: input.startTime ?? current?.start_time ?? now,
-        intervalMs,
-        repeatCount: input.repeatCount ?? current?.repeat_count ?? -1,
-        paused: current?.state === "paused",
-      };
-      await saveSchedule(trx, schedule, current !== undefined, now);
-    });
-    return { success: true };
-  }
-
-  async deleteSchedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await this.guestWorkspace(collaborationId, workspaceId);
-    await this.db.transaction(async (trx) => {
-      if (!(await deleteSchedule(trx, workspaceId)))
-        throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
-    });
-    return { success: true };
-  }
-
-  async setScheduleState(
-    caller: Caller | null,
-    collaborationId: string,
-    workspaceId: string,
-    state: "active" | "paused",
-  ) {
-    requirePrivilege(caller, "portal:admin:manageCollaborations");
-    await this.guestWorkspace(collaborationId, workspaceId);
-    const now = Date.now();
-    await this.db.transaction(async (trx) => {
-      const row = await findSchedule(trx, workspaceId);
-      if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
-      if (row.state === "completed")
-        throw errors.conflict("The schedule has fired its last time; update it to start again.");
-      await setScheduleState(trx, row, state, now);
-    });
-    return { success: true };
-  }
-
-  private async guestWorkspace(collaborationId: string, workspaceId: string) {
-    const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
-    if (collab.role !== "guest") {
-      throw new PorticoError(400, "Sync schedules are kept by the collaboration's guests.", "COLLAB_0004", [
-        "Schedule syncs on the guest portal.",
-      ]);
-    }
-    await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
-  }
-
   /** Fires due schedules. The conditional update is the claim: one node fires each due time. */
   private async fireSchedules() {
     const now = Date.now();
@@ -797,170 +583,6 @@ export class SyncEngine {
       }
     }
   }
-
-  // ---------------------------------------------------------------- the peer endpoint
-
-  /** Answers a signed call from another portal of a collaboration. */
-  /**
-   * Whether `portalId` is another participant of collaboration `collaborationId` here: what a peer
-   * call names in its headers (`PEER_HEADERS`) before a large body of it is read.
-   */
-  async knowsPeer(collaborationId: string, portalId: string): Promise<boolean> {
-    if (portalId === (await this.selfId())) return false;
-    return isParticipant(this.db.kysely, collaborationId, portalId);
-  }
-
-  async answerPeer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
-    const selfId = await this.selfId();
-    const from = await findParticipant(
-      this.db.kysely,
-      String(envelope.collaborationId),
-      String(envelope.from),
-    );
-    const collab = await findCollaboration(this.db.kysely, String(envelope.collaborationId));
-    // Before the signature is checked, every refusal reads the same (`peerCallRefused`), so that
-    // nobody learns from this endpoint which collaborations exist; the log says which it was.
-    const refuse = (why: string) => {
-      this.onError(
-        new Error(
-          `${why} (collaboration '${String(envelope.collaborationId).slice(0, 64)}', caller '${String(envelope.from).slice(0, 64)}', operation '${String(envelope.op).slice(0, 32)}')`,
-        ),
-        "peer call refused",
-      );
-      return errors.peerCallRefused();
-    };
-    if (!collab) throw refuse("no collaboration with this id exists here");
-    if (!from || from.portal_id === selfId) {
-      // Accepted once and gone now: removed, or it left. Its key went with it, so this answer is
-      // unsigned; it tells only a caller that names such a former guest that the collaboration
-      // exists, and lets a guest whose removal notice was lost learn it on its next sync.
-      if ((await wasAccepted(this.db.kysely, collab.id, String(envelope.from))) && collab.role === "host") {
-        throw new PorticoError(403, "The caller is no longer a participant of that collaboration.", ENDED, [
-          "It was removed by the host, or it left.",
-        ]);
-      }
-      throw refuse(
-        "the caller is not a participant of the collaboration (or its response is not imported yet)",
-      );
-    }
-    const refusal = await peerRefusal(this.db, envelope, signature, from.public_key, selfId);
-    if (refusal === SIGNATURE_MISMATCH) throw refuse(refusal);
-    if (refusal) throw new PorticoError(498, `Peer call refused: ${refusal}.`, "COLLAB_0498", []);
-    const body = envelope.body ?? {};
-    const malformed = requestProblem(envelope.op, body);
-    if (malformed) throw errors.invalidParameter("envelope", `has a body that ${malformed}`);
-    const workspaceId = typeof body.workspaceId === "string" ? body.workspaceId : "";
-    const cid = envelope.collaborationId;
-
-    if (collab.role === "guest") {
-      // What a host tells its guest.
-      if (from.role !== "host")
-        throw new PorticoError(403, "Only the host sends notices to a guest.", "COLLAB_0403", []);
-      if (envelope.op === "ended") {
-        await this.db.transaction(async (trx) => {
-          if (workspaceId) {
-            if (await findWorkspace(trx, cid, workspaceId))
-              await dropWorkspaces(trx, selfId, cid, [workspaceId]);
-          } else {
-            await dropCollaboration(trx, selfId, cid);
-          }
-        });
-        return { success: true };
-      }
-      if (envelope.op === "nudge") {
-        const ws = await findLink(this.db.kysely, workspaceId);
-        if (ws)
-          void this.startBackground(cid, workspaceId, "realtime").catch((err: unknown) =>
-            this.onError(err, "realtime sync failed"),
-          );
-        return { success: true, started: ws !== undefined };
-      }
-      throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a guest answers`);
-    }
-
-    // What a guest asks its host.
-    if (envelope.op === "state")
-      return (await this.hostState(cid, from.portal_id)) as unknown as Record<string, unknown>;
-    if (envelope.op === "left") {
-      await this.db.transaction((trx) => dropGuest(trx, selfId, cid, from));
-      return { success: true };
-    }
-    const ws = await findWorkspace(this.db.kysely, cid, workspaceId);
-    if (!ws) throw errors.workspaceNotFound(workspaceId);
-    const modes = (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId);
-    const link = await findLink(this.db.kysely, workspaceId);
-    if (!link)
-      throw new PorticoError(400, "The host has no group linked to this workspace.", "COLLAB_0011", [
-        "The host's administrator links one with updatePortalGroupLink.",
-      ]);
-    const hostToGuest = sends(modes?.get(selfId)) && receives(modes?.get(from.portal_id));
-    const guestToHost = sends(modes?.get(from.portal_id)) && receives(modes?.get(selfId));
-    const target = { workspaceId, originPortalId: from.portal_id, groupId: link.group_id };
-    const ids = (body.ids as string[] | undefined) ?? [];
-    switch (envelope.op) {
-      case "offer":
-        if (!hostToGuest) throw modeRefused("receive from");
-        return { items: await offer(this.db.kysely, link.group_id) };
-      case "export":
-        if (!hostToGuest) throw modeRefused("receive from");
-        return { items: await exportItems(this.db.kysely, link.group_id, ids) };
-      case "holdings":
-        if (!guestToHost) throw modeRefused("send to");
-        return { holdings: await holdings(this.db.kysely, workspaceId, from.portal_id) };
-      case "apply": {
-        if (!guestToHost) throw modeRefused("send to");
-        const config = workspaceConfig(ws);
-        // The guest's sync tracks its package budget; one call may not exceed it either.
-        const { accepted, refused } = admitApply(
-          body.items as unknown[],
-          itemLimits(config, { bytes: config.maxReplicationPackageSizeInMB * MB }),
-        );
-        return { results: [...(await applyItems(this.db, target, accepted)), ...refused] };
-      }
-      case "withdraw": {
-        if (!guestToHost) throw modeRefused("send to");
-        const gone = body.gone as { id: string; state: "deleted" | "unshared" }[];
-        return {
-          results: await withdrawItems(this.db, target, gone, from.delete_contributed === 1),
-        };
-      }
-      default:
-        throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a host answers`);
-    }
-  }
-
-  private async hostState(collaborationId: string, guestId: string): Promise<HostState> {
-    const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
-    const workspaces = await listWorkspaces(this.db.kysely, collaborationId);
-    const modes = await modesOf(
-      this.db.kysely,
-      workspaces.map((w) => w.id),
-    );
-    const participants = await listParticipants(this.db.kysely, collaborationId);
-    return {
-      collaboration: { id: collab.id, name: collab.name, description: collab.description },
-      // A guest sees the workspaces it was given an access mode in.
-      workspaces: workspaces
-        .filter((w) => modes.get(w.id)?.has(guestId))
-        .map((w) => ({
-          id: w.id,
-          name: w.name,
-          description: w.description,
-          config: workspaceConfig(w),
-          modes: Object.fromEntries(modes.get(w.id) ?? []),
-        })),
-      participants: participants
-        .filter((p) => p.role === "host" || p.portal_id === guestId)
-        .map((p) => ({
-          portalId: p.portal_id,
-          role: p.role,
-          portalUrl: p.portal_url,
-          portalName: p.portal_name,
-          deleteContributed: p.delete_contributed === 1,
-          deleteReceived: p.delete_received === 1,
-        })),
-    };
-  }
 }
 
 interface Target {
@@ -987,44 +609,4 @@ function checkLost(ctx: SyncContext) {
   if (ctx.lost.value) {
     throw new JobFailed("the sync stalled past the dead-sync limit and was marked failed; start a new sync");
   }
-}
-
-/** The receiver's limits for one call, from its workspace's configuration. */
-function itemLimits(config: WorkspaceConfig, budget: { bytes: number }): CallLimits {
-  const maxItem = config.maxItemSizeInMB * MB;
-  return maxItem > MAX_TRANSPORT_BYTES
-    ? { maxItemBytes: MAX_TRANSPORT_BYTES, limitName: "what one peer call carries", budget }
-    : { maxItemBytes: maxItem, limitName: "the workspace's maxItemSizeInMB", budget };
-}
-
-function modeRefused(what: string) {
-  return new PorticoError(
-    403,
-    `The workspace's access modes do not let this participant ${what} the host.`,
-    "COLLAB_0012",
-    [],
-  );
-}
-
-function jobJson(row: SyncJobTable) {
-  return {
-    syncId: row.id,
-    syncExecType: row.exec_type,
-    startTime: row.start_time,
-    endTime: row.end_time,
-    status: row.status,
-    summary: row.summary,
-  };
-}
-
-function scheduleJson(row: SyncScheduleTable) {
-  return {
-    workspaceId: row.workspace_id,
-    startTime: row.start_time,
-    interval: row.interval_ms / 3600_000,
-    repeatCount: row.repeat_count,
-    fired: row.fired,
-    nextFireTime: row.next_fire,
-    state: row.state,
-  };
 }

@@ -590,7 +590,7 @@ export const collaborationRoutes = [
       if (
         typeof collaborationId !== "string" ||
         typeof from !== "string" ||
-        !(await services.sync.knowsPeer(collaborationId, from))
+        !(await services.peerEndpoint.knowsPeer(collaborationId, from))
       ) {
         throw errors.peerCallRefused();
       }
@@ -627,7 +627,7 @@ export const collaborationRoutes = [
         throw errors.peerCallRefused();
       if (params.envelope.op !== path.op)
         throw errors.invalidParameter("envelope", "names another operation than the URL");
-      return services.sync.answerPeer(params.envelope, params.signature);
+      return services.peerEndpoint.answer(params.envelope, params.signature);
     },
   }),
 ];
