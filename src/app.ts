@@ -2,12 +2,14 @@ import type https from "node:https";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { generatePassword } from "./auth/password.js";
+import { PortalKeys } from "./collaboration/peer.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { addHttpsListener, buildServer } from "./http/server.js";
 import { certificateNames, loadOrCreateSelfSigned, type SelfSigned } from "./http/tls.js";
+import { createSyncJobs } from "./jobs/sync-jobs.js";
 import { Metrics } from "./observability/metrics.js";
 import { OutboundGuard } from "./outbound/guard.js";
 import { createServices, type Services } from "./services.js";
@@ -71,10 +73,19 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     const publicUrl = () => config.publicUrl ?? httpsAddress ?? address;
     const guard = new OutboundGuard(config.outboundAllow);
     let logError = (err: unknown, what: string) => reportError(new Error(`${what}: ${String(err)}`));
-    const services = createServices(db, {
+    // Collaboration's jobs first: the services are handed the notifier and the sync runner.
+    const keys = new PortalKeys(db);
+    const syncJobs = createSyncJobs({
+      db,
       guard,
+      keys,
+      staleMs: config.syncStaleSeconds * 1000,
+      onError: (err, what) => logError(err, what),
+    });
+    const services = createServices(db, {
       portalUrl: () => `${publicUrl()}${config.contextPath}`,
-      syncStaleMs: config.syncStaleSeconds * 1000,
+      keys,
+      syncJobs,
       searchTimeoutMs: config.searchTimeoutMs,
       hashing: { concurrency: config.passwordHashConcurrency, maxQueued: config.passwordHashQueue },
       onError: (err, what) => logError(err, what),
@@ -146,7 +157,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
     await delivery.start();
-    await services.syncJobs.start();
+    await syncJobs.start();
 
     return {
       app,
@@ -161,11 +172,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         // taking background work: syncs stop at their next batch, webhook attempts get the grace
         // period and are then handed back. What is left in the outbox other nodes dispatch, or
         // this one after a restart.
-        await Promise.all([
-          app.close(),
-          services.syncJobs.stop(),
-          delivery.stop(config.shutdownGraceSeconds * 1000),
-        ]);
+        await Promise.all([app.close(), syncJobs.stop(), delivery.stop(config.shutdownGraceSeconds * 1000)]);
         await guard.close();
         await db.close();
       },

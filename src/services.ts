@@ -2,9 +2,8 @@ import { AuthService } from "./auth/auth.service.js";
 import { type HashingLimits, PasswordHasher } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
 import { InvitationService } from "./collaboration/invitation.service.js";
-import { PeerClient, PortalKeys } from "./collaboration/peer.js";
+import type { PortalKeys } from "./collaboration/peer.js";
 import { PeerEndpoint } from "./collaboration/peer-endpoint.js";
-import { SyncEngine } from "./collaboration/sync.js";
 import { SyncService } from "./collaboration/sync.service.js";
 import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
@@ -15,8 +14,7 @@ import { FeatureAttachmentService } from "./features/feature-attachments.service
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
-import { PeerNotifier } from "./jobs/peer-notifier.js";
-import type { OutboundGuard } from "./outbound/guard.js";
+import type { SyncJobs } from "./jobs/sync-jobs.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
@@ -44,17 +42,15 @@ export interface Services {
   workspaces: WorkspaceService;
   sync: SyncService;
   peerEndpoint: PeerEndpoint;
-  /** Sync jobs, schedules and realtime triggers: background work, started by `startPortico`. */
-  syncJobs: SyncEngine;
 }
 
 export interface ServiceOptions {
-  /** Every call to another portal goes through it. */
-  guard: OutboundGuard;
   /** This portal's URL as other portals reach it (public URL and context path). */
   portalUrl: () => string;
-  /** See `Config.syncStaleSeconds`. */
-  syncStaleMs: number;
+  /** This portal's signing key (invitation and response files). */
+  keys: PortalKeys;
+  /** Collaboration's jobs, built before the services: the services hand them work. */
+  syncJobs: Pick<SyncJobs, "notifier" | "runner">;
   /** See `Config.searchTimeoutMs`. */
   searchTimeoutMs: number;
   /** Limits of concurrent password hashing (sign-in, password changes). */
@@ -67,18 +63,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
   const hasher = new PasswordHasher(options.hashing);
   const items = new ItemService(db, portal);
-  const keys = new PortalKeys(db);
-  const peers = new PeerClient(options.guard, keys);
-  const selfId = async () => (await portal.get()).id;
-  const notifier = new PeerNotifier({ peers, selfId, onError: options.onError });
-  const syncJobs = new SyncEngine({
-    db,
-    peers,
-    selfId,
-    notifier,
-    staleMs: options.syncStaleMs,
-    onError: options.onError,
-  });
+  const { keys } = options;
+  const { notifier, runner } = options.syncJobs;
   const featureServices = new FeatureServiceService(db, items);
   const featureData = new FeatureDataService(db, featureServices);
   return {
@@ -99,8 +85,12 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     collaborations: new CollaborationService(db, portal, keys, options.portalUrl, notifier),
     collaborationInvitations: new InvitationService(db, portal, keys, options.portalUrl),
     workspaces: new WorkspaceService(db, portal, notifier),
-    sync: new SyncService(db, syncJobs),
-    peerEndpoint: new PeerEndpoint({ db, selfId, syncs: syncJobs, onError: options.onError }),
-    syncJobs,
+    sync: new SyncService(db, runner),
+    peerEndpoint: new PeerEndpoint({
+      db,
+      selfId: async () => (await portal.get()).id,
+      syncs: runner,
+      onError: options.onError,
+    }),
   };
 }

@@ -1,3 +1,4 @@
+import type { SyncStatus } from "../db/schema.js";
 import type { ItemResult } from "./replication.js";
 
 /**
@@ -52,6 +53,13 @@ export function finishTask(task: TaskResult): TaskResult {
   if (task.status !== "failed" && (task.failed.length > 0 || task.notProcessed.length > 0))
     task.status = "completed_with_failures";
   return task;
+}
+
+/** A job's status from its tasks (there is at least one): failed only when every task failed. */
+export function jobStatus(tasks: readonly TaskResult[]): SyncStatus {
+  const failedTasks = tasks.filter((t) => t.status === "failed").length;
+  if (failedTasks === tasks.length) return "failed";
+  return tasks.some((t) => t.status !== "completed") ? "completed_with_failures" : "completed";
 }
 
 export function summarize(tasks: readonly TaskResult[]): string {
