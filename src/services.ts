@@ -15,10 +15,12 @@ import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
 import type { SyncJobs } from "./jobs/sync-jobs.js";
+import type { OutboundGuard } from "./outbound/guard.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
 import { UserService } from "./users/user.service.js";
+import { payloadUrlCheck } from "./webhooks/attempt.js";
 import { WebhookService } from "./webhooks/webhook.service.js";
 
 /** The domain services of one process. Built once at start-up; no container, no globals. */
@@ -45,6 +47,8 @@ export interface Services {
 }
 
 export interface ServiceOptions {
+  /** Every outbound call goes through it (the webhook payload-URL check). */
+  guard: OutboundGuard;
   /** This portal's URL as other portals reach it (public URL and context path). */
   portalUrl: () => string;
   /** This portal's signing key (invitation and response files). */
@@ -55,6 +59,11 @@ export interface ServiceOptions {
   searchTimeoutMs: number;
   /** Limits of concurrent password hashing (sign-in, password changes). */
   hashing: HashingLimits;
+  /**
+   * Woken when webhook notifications are queued: the `WakeUp` the webhook delivery job (built
+   * after the services, in `createJobs`) listens to.
+   */
+  webhookDelivery: { wake(): void };
   onError: (err: unknown, what: string) => void;
 }
 
@@ -81,7 +90,11 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     featureServices,
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),
-    webhooks: new WebhookService(db, portal),
+    webhooks: new WebhookService(db, portal, {
+      checkPayloadUrl: payloadUrlCheck(options.guard, options.portalUrl),
+      portalUrl: options.portalUrl,
+      delivery: options.webhookDelivery,
+    }),
     collaborations: new CollaborationService(db, portal, keys, options.portalUrl, notifier),
     collaborationInvitations: new InvitationService(db, portal, keys, options.portalUrl),
     workspaces: new WorkspaceService(db, portal, notifier),

@@ -115,7 +115,7 @@ export function layerResource(input: LayerResourceInput): Record<string, unknown
     advancedQueryCapabilities: {
       useStandardizedQueries: true,
       supportsStatistics: true,
-      supportsHavingClause: false,
+      supportsHavingClause: true,
       supportsOrderBy: true,
       supportsDistinct: true,
       supportsCountDistinct: false,
@@ -127,7 +127,7 @@ export function layerResource(input: LayerResourceInput): Record<string, unknown
       supportsQueryWithResultType: true,
       supportsSqlExpression: false,
       supportsReturningGeometryCentroid: schema.geometryType === "esriGeometryPolygon",
-      supportsPercentileStatistics: false,
+      supportsPercentileStatistics: true,
       supportsQueryWithDatumTransformation: false,
       supportsTopFeaturesQuery: false,
       supportsLod: false,

@@ -190,7 +190,8 @@ function answerOf(layer: LayerLike, query: LayerQuery, result: QueryResult, form
             type:
               s.type === "count"
                 ? "esriFieldTypeInteger"
-                : s.type === "min" || s.type === "max"
+                : // These answer one of the field's own values.
+                  s.type === "min" || s.type === "max" || s.type === "percentile_disc"
                   ? (s.field?.type ?? "esriFieldTypeDouble")
                   : "esriFieldTypeDouble",
             alias: s.outName,

@@ -18,6 +18,7 @@ import {
 import { parseSpatialRel, type SpatialRel } from "../geometry/relate.js";
 import { fieldNamed, type LayerField, type LayerSchema } from "../layer-schema.js";
 import { parseQuantizationParameters, type QuantizationParameters } from "../output/quantize.js";
+import { type AggregateType, type Having, readHaving } from "./having.js";
 
 /**
  * A layer query's parameters (the ArcGIS REST API's Query (Feature Service/Layer)), read and checked
@@ -59,15 +60,41 @@ export interface QueryParams {
   havingClause?: string | undefined;
 }
 
-export type StatisticType = "count" | "sum" | "min" | "max" | "avg" | "stddev" | "var";
-const STATISTIC_TYPES: readonly StatisticType[] = ["count", "sum", "min", "max", "avg", "stddev", "var"];
+export type StatisticType = AggregateType | "percentile_cont" | "percentile_disc";
+const STATISTIC_TYPES: readonly StatisticType[] = [
+  "count",
+  "sum",
+  "min",
+  "max",
+  "avg",
+  "stddev",
+  "var",
+  "percentile_cont",
+  "percentile_disc",
+];
 
 export interface Statistic {
   type: StatisticType;
   /** Undefined for `count` of `*`. */
   field?: LayerField;
   outName: string;
+  /** With the percentile types: the fraction (0 to 1) and the order the values are taken in. */
+  percentile?: { value: number; descending: boolean };
 }
+
+/**
+ * Fields whose values are numbers in the database: sums, averages and percentiles take only
+ * these. (Date-only and timestamp-offset fields are stored as text.)
+ */
+const NUMERIC_FIELD_TYPES = new Set<string>([
+  "esriFieldTypeOID",
+  "esriFieldTypeSmallInteger",
+  "esriFieldTypeInteger",
+  "esriFieldTypeBigInteger",
+  "esriFieldTypeSingle",
+  "esriFieldTypeDouble",
+  "esriFieldTypeDate",
+]);
 
 export interface SpatialFilter {
   /** The query geometry in the layer's spatial reference (buffered by `distance` when given). */
@@ -111,6 +138,8 @@ export interface LayerQuery {
   idsLimit?: number;
   statistics?: Statistic[];
   groupBy?: LayerField[];
+  /** With statistics: the condition each group must meet to be answered. */
+  having?: Having;
 }
 
 /** Layer limits from the service definition. */
@@ -221,6 +250,7 @@ function readStatistics(raw: string, schema: LayerSchema): Statistic[] {
       statisticType?: unknown;
       onStatisticField?: unknown;
       outStatisticFieldName?: unknown;
+      statisticParameters?: unknown;
     };
     if (typeof e !== "object" || e === null) throw bad("outStatistics", `entry ${i} is not an object`);
     const type = typeof e.statisticType === "string" ? e.statisticType.toLowerCase() : "";
@@ -236,11 +266,14 @@ function readStatistics(raw: string, schema: LayerSchema): Statistic[] {
       field = fieldNamed(schema, on);
       if (!field)
         throw bad("outStatistics", `entry ${i} names a field that does not exist: '${on.slice(0, 128)}'`);
-      const numeric = /Integer|Single|Double|OID|Date/.test(field.type);
-      if (type !== "count" && type !== "min" && type !== "max" && !numeric) {
+      if (type !== "count" && type !== "min" && type !== "max" && !NUMERIC_FIELD_TYPES.has(field.type)) {
         throw bad("outStatistics", `entry ${i} asks for ${type} of '${field.name}', which is not numeric`);
       }
     }
+    const percentile =
+      type === "percentile_cont" || type === "percentile_disc"
+        ? readPercentileParameters(e.statisticParameters, i)
+        : undefined;
     const given = typeof e.outStatisticFieldName === "string" ? e.outStatisticFieldName.trim() : "";
     const outName = given || `${type}_${field?.name ?? "count"}`;
     if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(outName)) {
@@ -251,8 +284,36 @@ function readStatistics(raw: string, schema: LayerSchema): Statistic[] {
     }
     if (names.has(outName.toLowerCase())) throw bad("outStatistics", `names '${outName}' twice`);
     names.add(outName.toLowerCase());
-    return { type: type as StatisticType, ...(field ? { field } : {}), outName };
+    return {
+      type: type as StatisticType,
+      ...(field ? { field } : {}),
+      outName,
+      ...(percentile ? { percentile } : {}),
+    };
   });
+}
+
+/** A percentile's `statisticParameters`: `{"value": 0.9, "orderBy": "DESC"}`, the order ASC when absent. */
+function readPercentileParameters(raw: unknown, i: number): NonNullable<Statistic["percentile"]> {
+  const p = raw as { value?: unknown; orderBy?: unknown } | undefined;
+  if (typeof p !== "object" || p === null || Array.isArray(p)) {
+    throw bad("outStatistics", `entry ${i} needs statisticParameters with a value from 0 to 1`);
+  }
+  if (typeof p.value !== "number" || !(p.value >= 0 && p.value <= 1)) {
+    throw bad(
+      "outStatistics",
+      `entry ${i} has statisticParameters.value ${JSON.stringify(p.value)}; a number from 0 to 1`,
+    );
+  }
+  const order =
+    p.orderBy === undefined ? "ASC" : typeof p.orderBy === "string" ? p.orderBy.trim().toUpperCase() : "";
+  if (order !== "ASC" && order !== "DESC") {
+    throw bad(
+      "outStatistics",
+      `entry ${i} has statisticParameters.orderBy ${JSON.stringify(p.orderBy)}; ASC or DESC`,
+    );
+  }
+  return { value: p.value, descending: order === "DESC" };
 }
 
 /** The boxes that bound `geometry` (already in the layer's reference), split at the antimeridian. */
@@ -443,8 +504,10 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
     ? readFieldList("groupByFieldsForStatistics", params.groupByFieldsForStatistics, schema)
     : undefined;
   if (groupBy && !statistics) throw bad("groupByFieldsForStatistics", "needs outStatistics");
+  let having: Having | undefined;
   if (params.havingClause?.trim()) {
-    throw bad("havingClause", "is not supported yet: filter the statistics in the client");
+    if (!statistics) throw bad("havingClause", "needs outStatistics");
+    having = readHaving(params.havingClause, schema, groupBy ?? []);
   }
 
   const mode: LayerQuery["mode"] = statistics
@@ -487,5 +550,6 @@ export function readLayerQuery(params: QueryParams, schema: LayerSchema, limits:
     withCount: extentOnly && countOnly,
     ...(statistics ? { statistics } : {}),
     ...(groupBy ? { groupBy } : {}),
+    ...(having ? { having } : {}),
   };
 }

@@ -5,7 +5,8 @@ import { type Bounds, boundsOf, type Geometry } from "../geometry/esri-json.js";
 import { prepareFilter } from "../geometry/relate.js";
 import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "../layer-schema.js";
 import { tableName } from "../layer-store.js";
-import type { LayerQuery, Statistic } from "./layer-query.js";
+import type { LayerQuery } from "./layer-query.js";
+import { statisticsOf as runStatistics } from "./statistics.js";
 import { compileWhere, describeWhereError, type WhereField } from "./where.js";
 
 /**
@@ -445,8 +446,6 @@ async function distinctOf(ctx: QueryContext, query: LayerQuery): Promise<QueryRe
 const MAX_STATISTICS_IDS = 30_000;
 
 async function statisticsOf(ctx: QueryContext, query: LayerQuery): Promise<Record<string, unknown>[]> {
-  const stats = query.statistics as Statistic[];
-  const groupBy = query.groupBy ?? [];
   let restricted = query;
   if (needsExact(query)) {
     const ids = await idsOf(ctx, query);
@@ -459,57 +458,16 @@ async function statisticsOf(ctx: QueryContext, query: LayerQuery): Promise<Recor
     const { spatial: _spatial, ...rest } = query;
     restricted = { ...rest, objectIds: ids };
   }
-  const parts: string[] = groupBy.map((f, i) => `${col(f)} AS g${i}`);
-  stats.forEach((st, i) => {
-    const c = st.field ? col(st.field) : "*";
-    switch (st.type) {
-      case "count":
-        parts.push(`count(${c}) AS s${i}`);
-        break;
-      case "sum":
-      case "min":
-      case "max":
-      case "avg":
-        parts.push(`${st.type}(${c}) AS s${i}`);
-        break;
-      case "stddev":
-      case "var":
-        // Neither engine's built-ins serve both (SQLite has none): the sample variance from
-        // sums, computed below.
-        parts.push(`count(${c}) AS s${i}_n, sum(${c} * 1.0) AS s${i}_s, sum(${c} * 1.0 * ${c}) AS s${i}_q`);
-        break;
-    }
-  });
-  const s = new Statement(ctx.engine).add(`SELECT ${parts.join(", ")}`);
-  const f = filtered(ctx, restricted);
-  s.text += f.text;
-  s.parameters.push(...f.parameters);
-  if (groupBy.length > 0) {
-    s.add(` GROUP BY ${groupBy.map(col).join(", ")}`);
-    const order = query.orderBy.filter((o) => groupBy.includes(o.field));
-    const orderText = (order.length > 0 ? order : groupBy.map((field) => ({ field, descending: false })))
-      .map((o) => `${col(o.field)} ${o.descending ? "DESC" : "ASC"}`)
-      .join(", ");
-    s.add(` ORDER BY ${orderText}`);
-  }
-  const rows = await rowsOf(ctx, s);
-  return rows.map((row) => {
-    const out: Record<string, unknown> = {};
-    groupBy.forEach((field, i) => {
-      out[field.name] = attributeValue(field, row[`g${i}`]);
-    });
-    stats.forEach((st, i) => {
-      if (st.type === "stddev" || st.type === "var") {
-        const n = Number(row[`s${i}_n`] ?? 0);
-        const sum = Number(row[`s${i}_s`] ?? 0);
-        const squares = Number(row[`s${i}_q`] ?? 0);
-        const variance = n > 1 ? Math.max(0, (squares - (sum * sum) / n) / (n - 1)) : null;
-        out[st.outName] = variance === null ? null : st.type === "var" ? variance : Math.sqrt(variance);
-      } else {
-        const v = row[`s${i}`];
-        out[st.outName] = v === null || v === undefined ? null : Number(v);
-      }
-    });
-    return out;
-  });
+  return runStatistics(
+    {
+      engine: ctx.engine,
+      statement: () => new Statement(ctx.engine),
+      filtered: () => filtered(ctx, restricted),
+      rows: (statement) => rowsOf(ctx, statement),
+      column: col,
+      value: attributeValue,
+    },
+    restricted,
+    ctx.now,
+  );
 }

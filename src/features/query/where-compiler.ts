@@ -68,7 +68,7 @@ export type WhereCompileError =
   | { kind: "unsupportedField"; name: string; fieldType: EsriFieldType; position: number }
   | { kind: "typeMismatch"; message: string; position: number };
 
-type ValueType = "integer" | "float" | "string" | "date" | "null" | "boolean";
+export type ValueType = "integer" | "float" | "string" | "date" | "null" | "boolean";
 
 interface Compiled {
   readonly sql: string;
@@ -94,6 +94,9 @@ const FIELD_TYPES: Partial<Record<EsriFieldType, ValueType>> = {
   esriFieldTypeGlobalID: "string",
   esriFieldTypeDate: "date",
 };
+
+/** The type a field's values have in a condition; undefined for fields a condition cannot use. */
+export const valueTypeOf = (type: EsriFieldType): ValueType | undefined => FIELD_TYPES[type];
 
 const ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ";
 const ASCII_LOWER = "abcdefghijklmnopqrstuvwxyz";
@@ -302,6 +305,9 @@ class Compiler {
           : `CAST(strftime('${SQLITE_EXTRACT[expr.field]}', ${operand.sql} / 1000.0, 'unixepoch') AS INTEGER)`;
         return { sql, type: "integer" };
       }
+      case "aggregate":
+        // The parser reads aggregates only for a havingClause, which is not compiled here.
+        throw mismatch(`${expr.fn} is an aggregate function, which only havingClause takes`, expr.position);
     }
   }
 

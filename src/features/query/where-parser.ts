@@ -25,6 +25,9 @@ export type WhereSyntaxError =
   | { kind: "unknownFunction"; name: string; position: number };
 
 export type ExtractField = "YEAR" | "MONTH" | "DAY" | "HOUR" | "MINUTE" | "SECOND";
+/** The aggregate functions a `havingClause` takes (ArcGIS lists these, as the statistic types). */
+export type AggregateFunction = "COUNT" | "SUM" | "MIN" | "MAX" | "AVG" | "STDDEV" | "VAR";
+const AGGREGATE_FUNCTIONS = new Set<string>(["COUNT", "SUM", "MIN", "MAX", "AVG", "STDDEV", "VAR"]);
 export type CastTarget = "INTEGER" | "FLOAT" | "VARCHAR";
 
 type Node<T> = T & { position: number; depth: number };
@@ -51,6 +54,8 @@ export type Expr = Node<
   | { type: "trim"; side: "BOTH" | "LEADING" | "TRAILING"; characters: Expr | undefined; operand: Expr }
   | { type: "cast"; operand: Expr; target: CastTarget; length: number | undefined }
   | { type: "extract"; field: ExtractField; operand: Expr }
+  /** Only in a `havingClause`: an aggregate of one field, or of every row (`COUNT(*)`, field undefined). */
+  | { type: "aggregate"; fn: AggregateFunction; field: string | undefined }
 >;
 
 /** A node before its depth is known: Omit distributed over the union. */
@@ -206,13 +211,25 @@ class Parser {
   private nodes = 0;
   private recursion = 0;
 
-  constructor(private readonly tokens: Token[]) {}
+  constructor(
+    private readonly tokens: Token[],
+    private readonly aggregates: boolean,
+  ) {}
 
   parse(): Expr {
     const expr = this.orExpr();
     const next = this.peek();
-    if (next.kind !== "end") throw syntax(`unexpected ${describe(next)}`, next.position);
+    if (next.kind !== "end") throw syntax(`unexpected ${this.describe(next)}`, next.position);
     return expr;
+  }
+
+  /** The parameter the text came in, for messages: a havingClause is the one that takes aggregates. */
+  private get clause(): string {
+    return this.aggregates ? "havingClause" : "where";
+  }
+
+  private describe(token: Token): string {
+    return describe(token, this.clause);
   }
 
   private peek(offset = 0): Token {
@@ -244,14 +261,14 @@ class Parser {
   private expectWord(word: string): void {
     if (!this.acceptWord(word)) {
       const token = this.peek();
-      throw syntax(`expected ${word}, found ${describe(token)}`, token.position);
+      throw syntax(`expected ${word}, found ${this.describe(token)}`, token.position);
     }
   }
 
   private expectSymbol(symbol: string): void {
     if (!this.isSymbol(symbol)) {
       const token = this.peek();
-      throw syntax(`expected '${symbol}', found ${describe(token)}`, token.position);
+      throw syntax(`expected '${symbol}', found ${this.describe(token)}`, token.position);
     }
     this.index++;
   }
@@ -443,7 +460,7 @@ class Parser {
         }
         throw syntax(`unexpected '${token.text}'`, position);
       case "end":
-        throw syntax("unexpected end of where", position);
+        throw syntax(`unexpected end of ${this.clause}`, position);
       case "word":
         return this.word(token);
     }
@@ -544,8 +561,27 @@ class Parser {
         ]);
       }
       default:
+        if (AGGREGATE_FUNCTIONS.has(upper)) return this.aggregate(upper as AggregateFunction, position);
         throw new Failure({ kind: "unknownFunction", name, position });
     }
+  }
+
+  /**
+   * An aggregate's argument: one field, or `*` for COUNT. Expressions are not taken: ArcGIS
+   * aggregates fields, and a field alone keeps the statement to columns the layer has.
+   */
+  private aggregate(fn: AggregateFunction, position: number): Expr {
+    if (!this.aggregates) {
+      throw syntax(`${fn} is an aggregate function, which only havingClause takes`, position);
+    }
+    const token = this.next();
+    if (fn === "COUNT" && token.kind === "symbol" && token.text === "*") {
+      return this.node({ type: "aggregate", fn, field: undefined, position }, []);
+    }
+    if (token.kind === "quoted" || (token.kind === "word" && !RESERVED.has(token.upper))) {
+      return this.node({ type: "aggregate", fn, field: token.text, position }, []);
+    }
+    throw syntax(`${fn} expects a field name${fn === "COUNT" ? " or *" : ""}`, token.position);
   }
 
   private integerLiteral(what: string): number {
@@ -604,10 +640,10 @@ function checkLikePattern(pattern: string, escapeChar: string | undefined, posit
   }
 }
 
-function describe(token: Token): string {
+function describe(token: Token, clause: string): string {
   switch (token.kind) {
     case "end":
-      return "end of where";
+      return `end of ${clause}`;
     case "string":
       return "a string";
     case "number":
@@ -621,14 +657,16 @@ function describe(token: Token): string {
   }
 }
 
+/** With `aggregates`, for a `havingClause`: COUNT, SUM, MIN, MAX, AVG, STDDEV and VAR of a field. */
 export function parseWhere(
   source: string,
+  options: { aggregates?: boolean } = {},
 ): { ok: true; value: Expr } | { ok: false; error: WhereSyntaxError } {
   if (source.length > WHERE_LIMITS.maxLength) {
     return { ok: false, error: { kind: "tooLong", length: source.length, max: WHERE_LIMITS.maxLength } };
   }
   try {
-    return { ok: true, value: new Parser(tokenize(source)).parse() };
+    return { ok: true, value: new Parser(tokenize(source), options.aggregates === true).parse() };
   } catch (error) {
     if (error instanceof Failure) return { ok: false, error: error.error };
     throw error;

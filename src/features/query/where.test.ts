@@ -45,6 +45,8 @@ function show(e: Expr): string {
       return `(cast ${show(e.operand)} ${e.target}${e.length ? ` ${e.length}` : ""})`;
     case "extract":
       return `(extract ${e.field} ${show(e.operand)})`;
+    case "aggregate":
+      return `(${e.fn} ${e.field ?? "*"})`;
   }
 }
 
@@ -166,6 +168,45 @@ describe("parseWhere", () => {
       kind: "unknownFunction",
       name: "load_extension",
       position: 4,
+    });
+  });
+
+  it("reads aggregates of a field or of * only when asked to, for a havingClause", () => {
+    const having = (text: string) => {
+      const parsed = parseWhere(text, { aggregates: true });
+      if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));
+      return show(parsed.value);
+    };
+    expect(having("COUNT(*) > 1 AND sum(pop) / Count(\"Pop\") >= 2.5 OR NOT max(kind) = 'x'")).toBe(
+      "(or (and (> (COUNT *) 1) (>= (/ (SUM pop) (COUNT Pop)) 2.5)) (not (= (MAX kind) 'x')))",
+    );
+    expect(having("AVG(a) - STDDEV(a) < VAR(b) AND MIN(c) IS NOT NULL AND kind IN ('a')")).toBe(
+      "(and (< (- (AVG a) (STDDEV a)) (VAR b)) (is-not-null (MIN c)) (in kind 'a'))",
+    );
+    // A where takes no aggregate, and an aggregate takes a field, not an expression.
+    expect(parseError("COUNT(*) > 1")).toEqual({
+      kind: "syntax",
+      message: "COUNT is an aggregate function, which only havingClause takes",
+      position: 0,
+    });
+    expect(parseError("a = 1 OR sum(a) > 1")).toMatchObject({ kind: "syntax", position: 9 });
+    for (const [text, position] of [
+      ["SUM(*) > 1", 4],
+      ["SUM(a + 1) > 1", 6],
+      ["COUNT(DISTINCT a) > 1", 15],
+      ["MAX(SUM(a)) > 1", 7],
+      ["SUM(NULL) > 1", 4],
+      ["COUNT() > 1", 6],
+    ] as const) {
+      const parsed = parseWhere(text, { aggregates: true });
+      expect(parsed.ok, text).toBe(false);
+      if (!parsed.ok) expect(parsed.error, text).toMatchObject({ kind: "syntax", position });
+    }
+    const end = parseWhere("COUNT(*) >", { aggregates: true });
+    expect(end.ok || end.error).toEqual({
+      kind: "syntax",
+      message: "unexpected end of havingClause",
+      position: 10,
     });
   });
 

@@ -32,26 +32,29 @@ export function compileWhere(
   return compileWhereAst(parsed.value, options);
 }
 
-/** A message for the caller's error envelope; positions count characters from 0. */
-export function describeWhereError(error: WhereError): string {
+/**
+ * A message for the caller's error envelope; positions count characters from 0. `parameter` names
+ * the clause: `where`, or `havingClause`, which the same parser reads.
+ */
+export function describeWhereError(error: WhereError, parameter = "where"): string {
   switch (error.kind) {
     case "tooLong":
-      return `where is ${error.length} characters long; at most ${error.max} are allowed`;
+      return `${parameter} is ${error.length} characters long; at most ${error.max} are allowed`;
     case "tooDeep":
-      return `where nests deeper than ${error.max} levels (at character ${error.position})`;
+      return `${parameter} nests deeper than ${error.max} levels (at character ${error.position})`;
     case "tooComplex":
-      return `where has more than ${error.max} terms (at character ${error.position})`;
+      return `${parameter} has more than ${error.max} terms (at character ${error.position})`;
     case "syntax":
-      return `Invalid where at character ${error.position}: ${error.message}`;
+      return `Invalid ${parameter} at character ${error.position}: ${error.message}`;
     case "unknownFunction":
-      return `where uses an unsupported function '${error.name}' (at character ${error.position})`;
+      return `${parameter} uses an unsupported function '${error.name}' (at character ${error.position})`;
     case "unknownField":
-      return `where names a field that does not exist: '${error.name}' (at character ${error.position})`;
+      return `${parameter} names a field that does not exist: '${error.name}' (at character ${error.position})`;
     case "ambiguousField":
-      return `where names a field that matches several fields: '${error.name}' (at character ${error.position})`;
+      return `${parameter} names a field that matches several fields: '${error.name}' (at character ${error.position})`;
     case "unsupportedField":
-      return `where cannot use field '${error.name}' of type ${error.fieldType} (at character ${error.position})`;
+      return `${parameter} cannot use field '${error.name}' of type ${error.fieldType} (at character ${error.position})`;
     case "typeMismatch":
-      return `Invalid where at character ${error.position}: ${error.message}`;
+      return `Invalid ${parameter} at character ${error.position}: ${error.message}`;
   }
 }

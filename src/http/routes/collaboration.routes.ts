@@ -577,10 +577,10 @@ export const collaborationRoutes = [
     name: "collaborations.peer",
     methods: ["POST"],
     path: "/portico/peer/:op",
-    // Portals authenticate each other with signed envelopes (checked by the sync engine), not tokens.
+    // Portals authenticate each other with signed envelopes (checked by the peer endpoint), not tokens.
     auth: "none",
     // A batch carries items of up to 64 MB of data base64-encoded (`MAX_TRANSPORT_BYTES` in
-    // sync.ts), about 86 MB, with their thumbnails and metadata.
+    // peer-messages.ts), about 86 MB, with their thumbnails and metadata.
     bodyLimit: 110 * 1024 * 1024,
     // Anyone can reach this endpoint, and the signature that says who calls is inside the body:
     // a body over the first MB is read only from a participant the headers name.

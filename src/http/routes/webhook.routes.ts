@@ -2,8 +2,8 @@ import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type JsonSchema, p } from "../../validation/params.js";
+import type { WebhookConfig } from "../../webhooks/delivery-rules.js";
 import { secretProblem } from "../../webhooks/signature.js";
-import type { WebhookConfig } from "../../webhooks/webhook.service.js";
 import { defineRoute } from "../pipeline.js";
 
 /** Organization webhooks, `wire.md` §7. Administrators only (portal:admin:manageWebhooks). */
