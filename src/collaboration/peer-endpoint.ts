@@ -7,6 +7,7 @@ import {
   wasAccepted,
 } from "./collaboration.repository.js";
 import { receives, type SyncStarter, sends } from "./collaboration-types.js";
+import { heldVersions } from "./copy.repository.js";
 import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
 import { hostState } from "./host-state.js";
 import {
@@ -17,7 +18,7 @@ import {
   SIGNATURE_MISMATCH,
 } from "./peer.js";
 import { admitApply, itemLimits, MB, requestProblem } from "./peer-messages.js";
-import { applyItems, exportItems, holdings, offer, withdrawItems } from "./replication.js";
+import { applyItems, exportItems, offer, withdrawItems } from "./replication.js";
 import { findLink, findWorkspace, modesOf, workspaceConfig } from "./workspace.repository.js";
 
 export interface PeerEndpointOptions {
@@ -157,7 +158,7 @@ export class PeerEndpoint {
         return { items: await exportItems(this.db.kysely, link.group_id, ids) };
       case "holdings":
         if (!guestToHost) throw modeRefused("send to");
-        return { holdings: await holdings(this.db.kysely, workspaceId, from.portal_id) };
+        return { holdings: await heldVersions(this.db.kysely, workspaceId, from.portal_id) };
       case "apply": {
         if (!guestToHost) throw modeRefused("send to");
         const config = workspaceConfig(ws);

@@ -1,4 +1,5 @@
 import type { WorkspaceConfig } from "../collaboration/collaboration-types.js";
+import { heldVersions } from "../collaboration/copy.repository.js";
 import {
   admitExport,
   BATCH_BYTES,
@@ -14,7 +15,6 @@ import {
   difference,
   exportItems,
   type Holdings,
-  holdings,
   type ItemResult,
   type OfferEntry,
   offer,
@@ -64,7 +64,7 @@ export async function receive(ctx: SyncContext): Promise<TaskResult> {
     const { items: entries } = await ctx.ask<{ items: OfferEntry[] }>("offer", {
       workspaceId: ctx.workspaceId,
     });
-    const held = await holdings(ctx.db.kysely, ctx.workspaceId, ctx.host.portal_id);
+    const held = await heldVersions(ctx.db.kysely, ctx.workspaceId, ctx.host.portal_id);
     const { changed, gone } = difference(entries, held);
     const target = {
       workspaceId: ctx.workspaceId,
