@@ -1,5 +1,6 @@
 import type { Queryable } from "../db/database.js";
 import type { SyncJobTable, SyncScheduleTable, SyncStatus } from "../db/schema.js";
+import { nextFire } from "./sync-schedule.js";
 import type { TaskResult } from "./sync-task.js";
 import { recordSyncSuccess } from "./workspace.repository.js";
 
@@ -138,13 +139,6 @@ export async function failRunningJobs(
 }
 
 // ---------------------------------------------------------------- schedules
-
-/** The first fire time at or after `now`: start, start + interval, ... */
-export function nextFire(start: number, intervalMs: number, now: number): number {
-  if (now <= start) return start;
-  const k = Math.ceil((now - start) / intervalMs);
-  return start + k * intervalMs;
-}
 
 export function findSchedule(q: Queryable, workspaceId: string): Promise<SyncScheduleTable | undefined> {
   return q
