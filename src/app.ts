@@ -2,6 +2,7 @@ import type https from "node:https";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { generatePassword } from "./auth/password.js";
+import { PortalKeys } from "./collaboration/peer.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
@@ -9,6 +10,7 @@ import { migrateToLatest } from "./db/migrate.js";
 import { addHttpsListener, buildServer } from "./http/server.js";
 import { certificateNames, loadOrCreateSelfSigned, type SelfSigned } from "./http/tls.js";
 import { createJobs } from "./jobs/create-jobs.js";
+import { createSyncJobs } from "./jobs/sync-jobs.js";
 import { WakeUp } from "./jobs/wake-up.js";
 import { Metrics } from "./observability/metrics.js";
 import { OutboundGuard } from "./outbound/guard.js";
@@ -75,10 +77,21 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     let logError = (err: unknown, what: string) => reportError(new Error(`${what}: ${String(err)}`));
     // The webhook service wakes the delivery job through it; both are given it when built.
     const webhookWakeUp = new WakeUp();
+    // Collaboration's jobs are built before the services: the services hand them syncs to run and
+    // notices to send, and a manual sync waits for its outcome. createJobs starts and stops them.
+    const keys = new PortalKeys(db);
+    const syncJobs = createSyncJobs({
+      db,
+      guard,
+      keys,
+      staleMs: config.syncStaleSeconds * 1000,
+      onError: (err, what) => logError(err, what),
+    });
     const services = createServices(db, {
       guard,
       portalUrl,
-      syncStaleMs: config.syncStaleSeconds * 1000,
+      keys,
+      syncJobs,
       searchTimeoutMs: config.searchTimeoutMs,
       hashing: { concurrency: config.passwordHashConcurrency, maxQueued: config.passwordHashQueue },
       webhookDelivery: webhookWakeUp,
@@ -125,6 +138,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       guard,
       webhooks: services.webhooks,
       webhookWakeUp,
+      sync: syncJobs,
       portalUrl,
       shutdownGraceMs: config.shutdownGraceSeconds * 1000,
       onError: (err, what) => logError(err, what),
@@ -153,7 +167,6 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
     await jobs.start();
-    await services.sync.start();
 
     return {
       app,
@@ -168,7 +181,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         // taking background work: syncs stop at their next batch, webhook attempts get the grace
         // period and are then handed back. What is left in the outbox other nodes dispatch, or
         // this one after a restart.
-        await Promise.all([app.close(), services.sync.stop(), jobs.stop()]);
+        await Promise.all([app.close(), jobs.stop()]);
         await guard.close();
         await db.close();
       },

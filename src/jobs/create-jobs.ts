@@ -2,13 +2,16 @@ import type { Db } from "../db/database.js";
 import type { DeliveryOutcome } from "../observability/metrics.js";
 import type { OutboundGuard } from "../outbound/guard.js";
 import type { WebhookService } from "../webhooks/webhook.service.js";
+import type { SyncJobs } from "./sync-jobs.js";
 import type { WakeUp } from "./wake-up.js";
 import { WebhookDelivery } from "./webhook-delivery.js";
 
 /**
- * The background work of one process, built in one place from what each job needs. Jobs take
- * their dependencies in their constructors; a service that leaves them work is handed a `WakeUp`
- * the job listens to, made before both.
+ * The background work of one process, started and stopped in one place. Jobs take their
+ * dependencies in their constructors; a service that leaves them work is handed a `WakeUp` the
+ * job listens to, made before both. Collaboration's jobs (`createSyncJobs`) are built before the
+ * services instead: a sync an administrator starts is run by the sync runner and may be waited
+ * for, which a wake-up cannot answer; they need no service, only the database and the guard.
  */
 
 export interface JobOptions {
@@ -19,6 +22,8 @@ export interface JobOptions {
   webhooks: Pick<WebhookService, "deliverySettings">;
   /** What the webhook service calls when it queued notifications. */
   webhookWakeUp: Pick<WakeUp, "listen">;
+  /** Collaboration's jobs: the sync runner, the sync scheduler and the peer notifier. */
+  sync: Pick<SyncJobs, "start" | "stop">;
   /** This portal's URL as payloads and other portals give it (public URL and context path). */
   portalUrl: () => string;
   /** How long webhook attempts in flight may finish at shutdown before they are handed back. */
@@ -47,15 +52,15 @@ export function createJobs(options: JobOptions): Jobs {
     onError: options.onError,
     onOutcome: options.onDeliveryOutcome,
   });
-  // Collaboration's sync runner, sync scheduler and peer notifier join here, started and stopped
-  // beside webhook delivery.
   return {
     webhookDelivery,
     async start() {
       await webhookDelivery.start();
+      await options.sync.start();
     },
     async stop() {
-      await webhookDelivery.stop(options.shutdownGraceMs);
+      // Side by side: syncs stop at their next batch while webhook attempts have their grace period.
+      await Promise.all([webhookDelivery.stop(options.shutdownGraceMs), options.sync.stop()]);
     },
   };
 }

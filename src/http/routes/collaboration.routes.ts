@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
+import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration-types.js";
 import { PEER_HEADERS, type PeerEnvelope } from "../../collaboration/peer.js";
 import type { AccessMode } from "../../db/schema.js";
 import { errors } from "../../errors.js";
@@ -163,8 +163,13 @@ export const collaborationRoutes = [
           "invitationFile",
         );
         return op === "validateCollaborationInvitation"
-          ? services.collaborations.validateInvitation(caller, text, param)
-          : services.collaborations.acceptInvitation(caller, text, param, contactOf(params, "guest"));
+          ? services.collaborationInvitations.validateInvitation(caller, text, param)
+          : services.collaborationInvitations.acceptInvitation(
+              caller,
+              text,
+              param,
+              contactOf(params, "guest"),
+            );
       },
     }),
   ),
@@ -221,7 +226,7 @@ export const collaborationRoutes = [
     },
     handler: async ({ params, path, caller, services }) => {
       const cid = path.collaborationId;
-      const { id, text } = await services.collaborations.invite(caller, cid, {
+      const { id, text } = await services.collaborationInvitations.invite(caller, cid, {
         guestPortalUrl: params.guestPortalUrl,
         workspaces: modeMap(
           params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>,
@@ -239,7 +244,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invitations(caller, path.collaborationId),
+      services.collaborationInvitations.invitations(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.invitations.invalidate",
@@ -249,7 +254,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
+      services.collaborationInvitations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
   }),
   defineRoute({
     name: "collaborations.invitations.refresh",
@@ -259,7 +264,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { expiration: p.integer({ min: 1, max: 8760 }) },
     handler: async ({ params, path, caller, services }) => {
-      const { id, text } = await services.collaborations.refreshInvitation(
+      const { id, text } = await services.collaborationInvitations.refreshInvitation(
         caller,
         path.collaborationId,
         path.invitationId,
@@ -278,7 +283,7 @@ export const collaborationRoutes = [
     handler: async ({ path, caller, services }) => {
       const cid = path.collaborationId;
       return json(
-        await services.collaborations.exportResponse(caller, cid),
+        await services.collaborationInvitations.exportResponse(caller, cid),
         fileName("collaboration-response", cid),
       );
     },
@@ -301,8 +306,8 @@ export const collaborationRoutes = [
         );
         const cid = path.collaborationId;
         return op === "validateInvitationResponse"
-          ? services.collaborations.validateResponse(caller, cid, text, param)
-          : services.collaborations.importResponse(caller, cid, text, param);
+          ? services.collaborationInvitations.validateResponse(caller, cid, text, param)
+          : services.collaborationInvitations.importResponse(caller, cid, text, param);
       },
     }),
   ),
@@ -385,7 +390,7 @@ export const collaborationRoutes = [
       accessMode: p.string({ enum: MODES }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.addWorkspace(caller, path.collaborationId, {
+      services.workspaces.addWorkspace(caller, path.collaborationId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
@@ -401,7 +406,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspaces(caller, path.collaborationId),
+      services.workspaces.workspaces(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.workspace",
@@ -411,7 +416,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspace(caller, path.collaborationId, path.workspaceId),
+      services.workspaces.workspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.updateInfo",
@@ -421,7 +426,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: workspaceFields,
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
+      services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription,
         config: params.config,
@@ -440,7 +445,7 @@ export const collaborationRoutes = [
       copyByRefIfCopyFail: p.boolean(),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
+      services.workspaces.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
   }),
   defineRoute({
     name: "collaborations.workspace.removePortalGroupLink",
@@ -450,7 +455,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeGroupLink(caller, path.collaborationId, path.workspaceId),
+      services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -460,7 +465,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
+      services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
@@ -537,10 +542,10 @@ export const collaborationRoutes = [
     name: "collaborations.peer",
     methods: ["POST"],
     path: "/portico/peer/:op",
-    // Portals authenticate each other with signed envelopes (checked by the sync engine), not tokens.
+    // Portals authenticate each other with signed envelopes (checked by the peer endpoint), not tokens.
     auth: "none",
     // A batch carries items of up to 64 MB of data base64-encoded (`MAX_TRANSPORT_BYTES` in
-    // sync.ts), about 86 MB, with their thumbnails and metadata.
+    // peer-messages.ts), about 86 MB, with their thumbnails and metadata.
     bodyLimit: 110 * 1024 * 1024,
     // Anyone can reach this endpoint, and the signature that says who calls is inside the body:
     // a body over the first MB is read only from a participant the headers name.
@@ -550,7 +555,7 @@ export const collaborationRoutes = [
       if (
         typeof collaborationId !== "string" ||
         typeof from !== "string" ||
-        !(await services.sync.knowsPeer(collaborationId, from))
+        !(await services.peerEndpoint.knowsPeer(collaborationId, from))
       ) {
         throw errors.peerCallRefused();
       }
@@ -587,7 +592,7 @@ export const collaborationRoutes = [
         throw errors.peerCallRefused();
       if (params.envelope.op !== path.op)
         throw errors.invalidParameter("envelope", "names another operation than the URL");
-      return services.sync.answerPeer(params.envelope, params.signature);
+      return services.peerEndpoint.answer(params.envelope, params.signature);
     },
   }),
 ];
