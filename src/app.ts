@@ -2,17 +2,20 @@ import type https from "node:https";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
 import { generatePassword } from "./auth/password.js";
+import { PortalKeys } from "./collaboration/peer.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
 import { migrateToLatest } from "./db/migrate.js";
 import { addHttpsListener, buildServer } from "./http/server.js";
 import { certificateNames, loadOrCreateSelfSigned, type SelfSigned } from "./http/tls.js";
+import { createJobs } from "./jobs/create-jobs.js";
+import { createSyncJobs } from "./jobs/sync-jobs.js";
+import { WakeUp } from "./jobs/wake-up.js";
 import { Metrics } from "./observability/metrics.js";
 import { OutboundGuard } from "./outbound/guard.js";
 import { createServices, type Services } from "./services.js";
 import { PORTICO_VERSION } from "./version.js";
-import { DeliveryEngine } from "./webhooks/delivery.js";
 
 export interface Portico {
   app: FastifyInstance;
@@ -69,14 +72,29 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     // Known once listening (port 0 picks it then); read when asked. HTTPS first: clients that are
     // handed an http URL may rewrite it to https and the HTTPS port anyway (the ArcGIS Maps SDK).
     const publicUrl = () => config.publicUrl ?? httpsAddress ?? address;
+    const portalUrl = () => `${publicUrl()}${config.contextPath}`;
     const guard = new OutboundGuard(config.outboundAllow);
     let logError = (err: unknown, what: string) => reportError(new Error(`${what}: ${String(err)}`));
+    // The webhook service wakes the delivery job through it; both are given it when built.
+    const webhookWakeUp = new WakeUp();
+    // Collaboration's jobs are built before the services: the services hand them syncs to run and
+    // notices to send, and a manual sync waits for its outcome. createJobs starts and stops them.
+    const keys = new PortalKeys(db);
+    const syncJobs = createSyncJobs({
+      db,
+      guard,
+      keys,
+      staleMs: config.syncStaleSeconds * 1000,
+      onError: (err, what) => logError(err, what),
+    });
     const services = createServices(db, {
       guard,
-      portalUrl: () => `${publicUrl()}${config.contextPath}`,
-      syncStaleMs: config.syncStaleSeconds * 1000,
+      portalUrl,
+      keys,
+      syncJobs,
       searchTimeoutMs: config.searchTimeoutMs,
       hashing: { concurrency: config.passwordHashConcurrency, maxQueued: config.passwordHashQueue },
+      webhookDelivery: webhookWakeUp,
       onError: (err, what) => logError(err, what),
     });
     await services.portal.ensureOrganization();
@@ -115,13 +133,16 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       if (isConnectionLoss(err)) app.log.debug({ err }, what);
       else app.log.error({ err }, what);
     };
-    const delivery = new DeliveryEngine({
+    const jobs = createJobs({
       db,
       guard,
       webhooks: services.webhooks,
-      portalUrl: () => `${publicUrl()}${config.contextPath}`,
+      webhookWakeUp,
+      sync: syncJobs,
+      portalUrl,
+      shutdownGraceMs: config.shutdownGraceSeconds * 1000,
       onError: (err, what) => logError(err, what),
-      onOutcome: (outcome, count) => metrics.delivery(outcome, count),
+      onDeliveryOutcome: (outcome, count) => metrics.delivery(outcome, count),
     });
     // HTTPS first: once plain HTTP answers, every URL handed out is already the HTTPS one.
     await app.ready();
@@ -145,8 +166,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         .catch((err: unknown) => app.log.warn({ err }, "purging expired tokens failed"));
     }, TOKEN_PURGE_INTERVAL_MS);
     purge.unref();
-    await delivery.start();
-    await services.sync.start();
+    await jobs.start();
 
     return {
       app,
@@ -161,11 +181,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
         // taking background work: syncs stop at their next batch, webhook attempts get the grace
         // period and are then handed back. What is left in the outbox other nodes dispatch, or
         // this one after a restart.
-        await Promise.all([
-          app.close(),
-          services.sync.stop(),
-          delivery.stop(config.shutdownGraceSeconds * 1000),
-        ]);
+        await Promise.all([app.close(), jobs.stop()]);
         await guard.close();
         await db.close();
       },

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import ipaddr from "ipaddr.js";
+import { USERNAME_PATTERN } from "./users/username.js";
 
 /**
  * Operator settings. This module is the only place that reads `process.env`; everything else
@@ -248,9 +249,6 @@ export function loadConfig(
     preAuthUploadBudgetMB: parseWhole(raw("preAuthUploadBudgetMB"), 1024, 0, 1_048_576),
   };
 }
-
-/** Usernames follow the ArcGIS rule: letters, digits and . _ - @, 6 to 128 characters. */
-export const USERNAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._@-]{5,127}$/;
 
 function parsePort({ value, name }: { value: string | undefined; name: string }, fallback: number): number {
   if (value === undefined) return fallback;

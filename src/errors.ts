@@ -35,9 +35,23 @@ export const errors = {
       "This organization accepts only HTTPS requests (allSSL is true).",
     ]),
 
-  /** A required parameter is absent or empty. */
-  missingParameter: (name: string) =>
-    new PorticoError(400, `Missing required parameter '${name}'.`, "PARAM_0001", [`'${name}' is required.`]),
+  /** A required parameter is absent or empty; `detail` says how to send it when there is more than one way. */
+  missingParameter: (name: string, detail = `'${name}' is required.`) =>
+    new PorticoError(400, `Missing required parameter '${name}'.`, "PARAM_0001", [detail]),
+  /**
+   * Several parameter errors found at once, as one error: the first one's code and message, every
+   * one's details (what the public API answers for a request with more than one bad value).
+   */
+  parameterProblems: (problems: readonly PorticoError[]) => {
+    const first = problems[0];
+    if (!first) throw new Error("parameterProblems needs at least one problem");
+    return new PorticoError(
+      first.code,
+      first.message,
+      first.messageCode,
+      problems.flatMap((e) => e.details),
+    );
+  },
   /** A parameter is present but its value is wrong; `reason` says why, in a full sentence fragment. */
   invalidParameter: (name: string, reason: string) =>
     new PorticoError(400, `Invalid value for parameter '${name}': ${reason}.`, "PARAM_0002", [
@@ -112,6 +126,8 @@ export const errors = {
     ]),
   /** A body that cannot be read: broken multipart, JSON beyond the member limit, an aborted upload. */
   badBody: (reason: string) => new PorticoError(400, "Unable to process the request.", "GEN_0400", [reason]),
+  /** No route at that address, or an address the router cannot read; `detail` says which. */
+  invalidUrl: (detail: string) => new PorticoError(400, "Invalid URL", "GEN_0404", [detail]),
 
   notFound: (what: string) => new PorticoError(400, "Not found.", "GWM_0404", [`${what} does not exist.`]),
   organizationNotFound: (id: string) =>

@@ -1,8 +1,11 @@
 import { AuthService } from "./auth/auth.service.js";
 import { type HashingLimits, PasswordHasher } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
-import { PeerClient, PortalKeys } from "./collaboration/peer.js";
-import { SyncEngine } from "./collaboration/sync.js";
+import { InvitationService } from "./collaboration/invitation.service.js";
+import type { PortalKeys } from "./collaboration/peer.js";
+import { PeerEndpoint } from "./collaboration/peer-endpoint.js";
+import { SyncService } from "./collaboration/sync.service.js";
+import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { SharingService } from "./content/sharing.service.js";
@@ -11,11 +14,13 @@ import { FeatureAttachmentService } from "./features/feature-attachments.service
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { GroupService } from "./groups/group.service.js";
+import type { SyncJobs } from "./jobs/sync-jobs.js";
 import type { OutboundGuard } from "./outbound/guard.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
 import { UserService } from "./users/user.service.js";
+import { payloadUrlCheck } from "./webhooks/attempt.js";
 import { WebhookService } from "./webhooks/webhook.service.js";
 
 /** The domain services of one process. Built once at start-up; no container, no globals. */
@@ -35,21 +40,30 @@ export interface Services {
   featureAttachments: FeatureAttachmentService;
   webhooks: WebhookService;
   collaborations: CollaborationService;
-  /** Sync jobs, schedules and the peer endpoint; also background work, started by `startPortico`. */
-  sync: SyncEngine;
+  collaborationInvitations: InvitationService;
+  workspaces: WorkspaceService;
+  sync: SyncService;
+  peerEndpoint: PeerEndpoint;
 }
 
 export interface ServiceOptions {
-  /** Every call to another portal goes through it. */
+  /** Every outbound call goes through it (the webhook payload-URL check). */
   guard: OutboundGuard;
   /** This portal's URL as other portals reach it (public URL and context path). */
   portalUrl: () => string;
-  /** See `Config.syncStaleSeconds`. */
-  syncStaleMs: number;
+  /** This portal's signing key (invitation and response files). */
+  keys: PortalKeys;
+  /** Collaboration's jobs, built before the services: the services hand them work. */
+  syncJobs: Pick<SyncJobs, "notifier" | "runner">;
   /** See `Config.searchTimeoutMs`. */
   searchTimeoutMs: number;
   /** Limits of concurrent password hashing (sign-in, password changes). */
   hashing: HashingLimits;
+  /**
+   * Woken when webhook notifications are queued: the `WakeUp` the webhook delivery job (built
+   * after the services, in `createJobs`) listens to.
+   */
+  webhookDelivery: { wake(): void };
   onError: (err: unknown, what: string) => void;
 }
 
@@ -58,14 +72,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
   const hasher = new PasswordHasher(options.hashing);
   const items = new ItemService(db, portal);
-  const keys = new PortalKeys(db);
-  const collaborations = new CollaborationService(
-    db,
-    portal,
-    keys,
-    new PeerClient(options.guard, keys),
-    options.portalUrl,
-  );
+  const { keys } = options;
+  const { notifier, runner } = options.syncJobs;
   const featureServices = new FeatureServiceService(db, items);
   const featureData = new FeatureDataService(db, featureServices);
   return {
@@ -82,8 +90,20 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     featureServices,
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),
-    webhooks: new WebhookService(db, portal),
-    collaborations,
-    sync: new SyncEngine({ db, collaborations, staleMs: options.syncStaleMs, onError: options.onError }),
+    webhooks: new WebhookService(db, portal, {
+      checkPayloadUrl: payloadUrlCheck(options.guard, options.portalUrl),
+      portalUrl: options.portalUrl,
+      delivery: options.webhookDelivery,
+    }),
+    collaborations: new CollaborationService(db, portal, keys, options.portalUrl, notifier),
+    collaborationInvitations: new InvitationService(db, portal, keys, options.portalUrl),
+    workspaces: new WorkspaceService(db, portal, notifier),
+    sync: new SyncService(db, runner),
+    peerEndpoint: new PeerEndpoint({
+      db,
+      selfId: async () => (await portal.get()).id,
+      syncs: runner,
+      onError: options.onError,
+    }),
   };
 }

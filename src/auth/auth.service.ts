@@ -261,11 +261,40 @@ export class AuthService {
   }
 
   /**
-   * As `authenticate`, with when the token expires (epoch ms): what exchanging a token for a
-   * server's (`generateToken` with `serverUrl`) answers. The binding is checked there too, or a
-   * token taken from elsewhere would be renewed into one that works anywhere the exchange is made.
+   * A token for a server this portal owns (`generateToken` with `serverUrl` and `token`, as Esri's
+   * clients ask for one for `/rest/services`): the hosted services share the portal's tokens, so
+   * the answer is the same token with its own expiry; a server elsewhere (not `owningSystemUrl` or
+   * below it) gets nothing.
    */
-  async presentedSession(token: string, presenter: Presenter): Promise<{ caller: Caller; expires: number }> {
+  async serverToken(request: {
+    serverUrl: string;
+    token: string;
+    owningSystemUrl: string;
+    presenter: Presenter;
+    ssl: boolean;
+  }): Promise<{ token: string; expires: number; ssl: boolean }> {
+    const owner = request.owningSystemUrl.replace(/\/+$/, "").toLowerCase();
+    const server = request.serverUrl.replace(/\/+$/, "").toLowerCase();
+    if (server !== owner && !server.startsWith(`${owner}/`)) {
+      throw errors.invalidParameter(
+        "serverUrl",
+        `must be a server of this portal (${request.owningSystemUrl})`,
+      );
+    }
+    // The token must be one this request may present (its referer or address binding).
+    const { expires } = await this.presentedSession(request.token, request.presenter);
+    return { token: request.token, expires, ssl: request.ssl };
+  }
+
+  /**
+   * As `authenticate`, with when the token expires (epoch ms): what exchanging a token for a
+   * server's (`serverToken`) answers. The binding is checked there too, or a token taken from
+   * elsewhere would be renewed into one that works anywhere the exchange is made.
+   */
+  private async presentedSession(
+    token: string,
+    presenter: Presenter,
+  ): Promise<{ caller: Caller; expires: number }> {
     const session = await this.session(token);
     if (!presenterAllowed(session.client, session.bound, presenter)) throw errors.invalidToken();
     return { caller: session.caller, expires: session.expires };

@@ -1,7 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { PorticoError } from "../errors.js";
 import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "../roles/privileges.js";
-import { type Caller, type ManagedAccount, privilegesOf, requireMayManageAccountOf } from "./caller.js";
+import {
+  type Caller,
+  isCaller,
+  type ManagedAccount,
+  privilegesOf,
+  requireMayManageAccountOf,
+} from "./caller.js";
 
 const caller = (
   privileges: readonly string[],
@@ -39,6 +45,15 @@ function decide(who: Caller, target: ManagedAccount): string {
     return `${err.code} ${err.details.join(" ")}`;
   }
 }
+
+describe("isCaller", () => {
+  it("matches the caller's username in any case, and no other", () => {
+    expect(isCaller(DEFAULT_ADMIN, "caller")).toBe(true);
+    expect(isCaller(DEFAULT_ADMIN, "CaLLer")).toBe(true);
+    expect(isCaller(DEFAULT_ADMIN, "caller2")).toBe(false);
+    expect(isCaller(DEFAULT_ADMIN, "calle")).toBe(false);
+  });
+});
 
 describe("privilegesOf", () => {
   it("reads a custom role's privileges and falls back to the built-in role's", () => {

@@ -41,6 +41,11 @@ export function privilegesOf(account: {
   return BUILT_IN_PRIVILEGES[isBuiltInRole(account.role) ? account.role : "org_user"];
 }
 
+/** Whether `username` names the caller: usernames are unique without regard to case, as in ArcGIS. */
+export function isCaller(caller: Caller, username: string): boolean {
+  return caller.username.toLowerCase() === username.toLowerCase();
+}
+
 export function hasPrivilege(caller: Caller | null, privilege: Privilege): boolean {
   return caller?.privileges.has(privilege) === true;
 }

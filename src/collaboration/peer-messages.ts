@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { imageType } from "../content/file-types.js";
 import { checkTypedValue, contentTypeSpec, fileNameSpec, itemSpecs } from "../content/item-specs.js";
+import type { WorkspaceConfig } from "./collaboration-types.js";
 import type { ItemPackage, ItemResult } from "./replication.js";
 
 /**
@@ -351,6 +352,14 @@ export interface CallLimits {
   limitName: string;
   /** What the rest of the sync may still move (the workspace's maxReplicationPackageSizeInMB). */
   budget: { bytes: number };
+}
+
+/** The receiver's limits for one call, from its workspace's configuration. */
+export function itemLimits(config: WorkspaceConfig, budget: { bytes: number }): CallLimits {
+  const maxItem = config.maxItemSizeInMB * MB;
+  return maxItem > MAX_TRANSPORT_BYTES
+    ? { maxItemBytes: MAX_TRANSPORT_BYTES, limitName: "what one peer call carries", budget }
+    : { maxItemBytes: maxItem, limitName: "the workspace's maxItemSizeInMB", budget };
 }
 
 /** What the receiver knew of an item before it arrived: its offer entry. */

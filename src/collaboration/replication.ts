@@ -2,7 +2,18 @@ import { deleteFile, type FileKind, readAll, writeFile } from "../content/file-s
 import { deleteItem, findItem, insertItem, replaceTags, updateItem } from "../content/item.repository.js";
 import type { Db, Queryable } from "../db/database.js";
 import { recordEvent } from "../events/outbox.js";
+import { findGroup } from "../groups/group.repository.js";
 import { newId } from "../ids.js";
+import {
+  type CopyKey,
+  copiesAmong,
+  deleteCopy,
+  findCopy,
+  listCopies,
+  markWithdrawn,
+  saveCopy,
+} from "./copy.repository.js";
+import { findLink } from "./workspace.repository.js";
 
 /**
  * What replication does to a portal's own content, on whichever side runs it: listing what a
@@ -97,18 +108,6 @@ export async function offerFingerprint(q: Queryable, groupId: string): Promise<s
   return `${row?.n ?? 0}:${row?.newest ?? 0}:${row?.total ?? 0}`;
 }
 
-export async function holdings(q: Queryable, workspaceId: string, originPortalId: string): Promise<Holdings> {
-  // A copy whose item was deleted here is not held: the next sync brings it again.
-  const rows = await q
-    .selectFrom("collaboration_copies as c")
-    .innerJoin("items as i", "i.id", "c.item_id")
-    .select(["c.origin_item_id", "c.origin_version"])
-    .where("c.workspace_id", "=", workspaceId)
-    .where("c.origin_portal_id", "=", originPortalId)
-    .execute();
-  return Object.fromEntries(rows.map((r) => [r.origin_item_id, Number(r.origin_version)]));
-}
-
 /** What must move from an offer to a receiver holding `held`. */
 export function difference(entries: readonly OfferEntry[], held: Holdings) {
   const offered = new Set(entries.map((e) => e.id));
@@ -138,15 +137,7 @@ export async function exportItems(q: Queryable, groupId: string, ids: readonly s
     ).map((r) => r.item_id),
   );
   // A received copy is never sent on, even when asked for by id.
-  const copies = new Set(
-    (
-      await q
-        .selectFrom("collaboration_copies")
-        .select("item_id")
-        .where("item_id", "in", [...ids])
-        .execute()
-    ).map((r) => r.item_id),
-  );
+  const copies = await copiesAmong(q, ids);
   const byId = new Map(rows.map((r) => [r.id, r]));
   // One item at a time: the packages carry whole files (base64 in JSON), but a file is read from
   // its chunks only when its item is packaged, so at most one item's files are being read.
@@ -203,11 +194,7 @@ export async function applyItems(
   target: Target,
   packages: readonly ItemPackage[],
 ): Promise<ItemResult[]> {
-  const group = await db.kysely
-    .selectFrom("groups")
-    .select(["id", "owner_id", "owner"])
-    .where("id", "=", target.groupId)
-    .executeTakeFirst();
+  const group = await findGroup(db.kysely, target.groupId);
   if (!group) {
     return packages.map((p) => ({
       id: p.id,
@@ -242,13 +229,8 @@ async function applyOne(
 ): Promise<ItemAction> {
   const now = Date.now();
   const actor = { id: owner.owner_id, username: owner.owner };
-  const copy = await trx
-    .selectFrom("collaboration_copies")
-    .select("item_id")
-    .where("workspace_id", "=", target.workspaceId)
-    .where("origin_portal_id", "=", target.originPortalId)
-    .where("origin_item_id", "=", pkg.id)
-    .executeTakeFirst();
+  const key = copyKey(target, pkg.id);
+  const copy = await findCopy(trx, key);
   const existing = copy ? await findItem(trx, copy.item_id) : undefined;
   const fields = {
     title: pkg.title,
@@ -338,26 +320,7 @@ async function applyOne(
       properties: { sharedToGroups: [target.groupId] },
     });
   }
-  if (copy) {
-    await trx
-      .updateTable("collaboration_copies")
-      .set({ item_id: itemId, origin_version: pkg.version })
-      .where("workspace_id", "=", target.workspaceId)
-      .where("origin_portal_id", "=", target.originPortalId)
-      .where("origin_item_id", "=", pkg.id)
-      .execute();
-  } else {
-    await trx
-      .insertInto("collaboration_copies")
-      .values({
-        workspace_id: target.workspaceId,
-        origin_portal_id: target.originPortalId,
-        origin_item_id: pkg.id,
-        item_id: itemId,
-        origin_version: pkg.version,
-      })
-      .execute();
-  }
+  await saveCopy(trx, key, itemId, pkg.version, copy !== undefined);
   return action;
 }
 
@@ -375,34 +338,23 @@ export async function withdrawItems(
     gone.map(async ({ id, state }): Promise<ItemResult> => {
       try {
         return await db.transaction(async (trx) => {
-          const copy = await trx
-            .selectFrom("collaboration_copies")
-            .select("item_id")
-            .where("workspace_id", "=", target.workspaceId)
-            .where("origin_portal_id", "=", target.originPortalId)
-            .where("origin_item_id", "=", id)
-            .executeTakeFirst();
+          const key = copyKey(target, id);
+          const copy = await findCopy(trx, key);
           const item = copy ? await findItem(trx, copy.item_id) : undefined;
           const title = item?.title ?? id;
           if (!copy || !item) {
-            await forgetCopy(trx, target, id);
+            await deleteCopy(trx, key);
             return { id, title, ok: true, action: "withdrawn" as const };
           }
           const actor = { id: item.owner_id, username: item.owner };
           if (state === "deleted" && deleteContributed) {
             await deleteItem(trx, item.id);
-            await forgetCopy(trx, target, id);
+            await deleteCopy(trx, key);
             await recordEvent(trx, { source: "item", operation: "delete", objectId: item.id, actor });
             return { id, title, ok: true, action: "deleted" as const };
           }
           await unshareFrom(trx, item.id, item.type, target.groupId, actor);
-          await trx
-            .updateTable("collaboration_copies")
-            .set({ origin_version: -1 })
-            .where("workspace_id", "=", target.workspaceId)
-            .where("origin_portal_id", "=", target.originPortalId)
-            .where("origin_item_id", "=", id)
-            .execute();
+          await markWithdrawn(trx, key);
           return { id, title, ok: true, action: "withdrawn" as const };
         });
       } catch (err) {
@@ -412,13 +364,8 @@ export async function withdrawItems(
   );
 }
 
-async function forgetCopy(trx: Queryable, target: Target, originItemId: string) {
-  await trx
-    .deleteFrom("collaboration_copies")
-    .where("workspace_id", "=", target.workspaceId)
-    .where("origin_portal_id", "=", target.originPortalId)
-    .where("origin_item_id", "=", originItemId)
-    .execute();
+function copyKey(target: Target, originItemId: string): CopyKey {
+  return { workspaceId: target.workspaceId, originPortalId: target.originPortalId, originItemId };
 }
 
 async function unshareFrom(
@@ -473,12 +420,7 @@ export async function releaseCopies(
   leaveGroup = false,
 ): Promise<number> {
   if (workspaceIds.length === 0) return 0;
-  let q = trx
-    .selectFrom("collaboration_copies")
-    .selectAll()
-    .where("workspace_id", "in", [...workspaceIds]);
-  if (originPortalId !== undefined) q = q.where("origin_portal_id", "=", originPortalId);
-  const copies = await q.execute();
+  const copies = await listCopies(trx, workspaceIds, originPortalId);
   let deleted = 0;
   for (const copy of copies) {
     const item = await findItem(trx, copy.item_id);
@@ -492,23 +434,18 @@ export async function releaseCopies(
       });
       deleted++;
     } else if (item && leaveGroup) {
-      const link = await trx
-        .selectFrom("workspace_links")
-        .select("group_id")
-        .where("workspace_id", "=", copy.workspace_id)
-        .executeTakeFirst();
+      const link = await findLink(trx, copy.workspace_id);
       if (link)
         await unshareFrom(trx, item.id, item.type, link.group_id, {
           id: item.owner_id,
           username: item.owner,
         });
     }
-    await trx
-      .deleteFrom("collaboration_copies")
-      .where("workspace_id", "=", copy.workspace_id)
-      .where("origin_portal_id", "=", copy.origin_portal_id)
-      .where("origin_item_id", "=", copy.origin_item_id)
-      .execute();
+    await deleteCopy(trx, {
+      workspaceId: copy.workspace_id,
+      originPortalId: copy.origin_portal_id,
+      originItemId: copy.origin_item_id,
+    });
   }
   return deleted;
 }

@@ -1,4 +1,4 @@
-import { actorOf, type Caller } from "../auth/caller.js";
+import { actorOf, type Caller, isCaller } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
@@ -84,7 +84,7 @@ export class CommentService {
     await this.db.transaction(async (trx) => {
       const row = await this.mustFind(trx, itemId, commentId);
       const mayDelete =
-        row.owner.toLowerCase() === caller.username.toLowerCase() ||
+        isCaller(caller, row.owner) ||
         item.owner_id === caller.userId ||
         caller.privileges.has("portal:admin:updateItems");
       if (!mayDelete)

@@ -1,6 +1,12 @@
 import type { Readable } from "node:stream";
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, requireMayManageAccountOf, requirePrivilege } from "../auth/caller.js";
+import {
+  actorOf,
+  type Caller,
+  isCaller,
+  requireMayManageAccountOf,
+  requirePrivilege,
+} from "../auth/caller.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
@@ -333,10 +339,7 @@ export class ItemService {
   /** `content/users/<u>[/<folder>]`: the user's items of one folder, and their folders. */
   async listUserContent(caller: Caller | null, username: string, folder: string | undefined, page: Page) {
     if (caller === null) throw errors.tokenRequired();
-    if (
-      caller.username.toLowerCase() !== username.toLowerCase() &&
-      !caller.privileges.has("portal:admin:viewItems")
-    ) {
+    if (!isCaller(caller, username) && !caller.privileges.has("portal:admin:viewItems")) {
       throw errors.forbidden();
     }
     const owner = await findUser(this.db.kysely, username);
@@ -441,7 +444,7 @@ export class ItemService {
   }
 
   private requireOwnContent(caller: Caller, username: string) {
-    if (caller.username.toLowerCase() !== username.toLowerCase()) {
+    if (!isCaller(caller, username)) {
       throw errors.forbidden("Content can only be added to your own account.");
     }
   }

@@ -1,5 +1,5 @@
 import type { Transaction } from "kysely";
-import { actorOf, type Caller } from "../auth/caller.js";
+import { actorOf, type Caller, isCaller } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors, PorticoError } from "../errors.js";
@@ -257,10 +257,7 @@ export class SharingService {
  */
 function requireContentSpace(caller: Caller | null, username: string): asserts caller is Caller {
   if (caller === null) throw errors.tokenRequired();
-  if (
-    caller.username.toLowerCase() !== username.toLowerCase() &&
-    !caller.privileges.has("portal:admin:shareToGroup")
-  ) {
+  if (!isCaller(caller, username) && !caller.privileges.has("portal:admin:shareToGroup")) {
     throw errors.forbidden(`Only '${username}' or an administrator may share or unshare their items.`);
   }
 }

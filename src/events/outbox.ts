@@ -1,5 +1,7 @@
+import type { Selectable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
-import type { Queryable } from "../db/database.js";
+import type { Engine, Queryable } from "../db/database.js";
+import type { EventTable } from "../db/schema.js";
 import { newId } from "../ids.js";
 
 export type EventSource = "item" | "group" | "user" | "role";
@@ -57,4 +59,29 @@ export async function recordEvent(
     })
     .execute();
   noteChange(trx, "events");
+}
+
+export type EventRow = Selectable<EventTable>;
+
+/**
+ * The oldest events not yet dispatched to webhooks, at most `limit`. Call it in the transaction
+ * that marks them dispatched: on PostgreSQL they stay locked until it ends, and several nodes
+ * dispatch side by side, each taking events the others have not locked.
+ */
+export function takeUndispatched(q: Queryable, engine: Engine, limit: number): Promise<EventRow[]> {
+  let query = q.selectFrom("events").selectAll().where("dispatched", "=", 0).orderBy("seq").limit(limit);
+  if (engine === "postgres") query = query.forUpdate().skipLocked();
+  return query.execute();
+}
+
+export async function markDispatched(q: Queryable, events: readonly Pick<EventRow, "seq">[]): Promise<void> {
+  await q
+    .updateTable("events")
+    .set({ dispatched: 1 })
+    .where(
+      "seq",
+      "in",
+      events.map((e) => e.seq),
+    )
+    .execute();
 }

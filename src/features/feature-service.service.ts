@@ -1,5 +1,5 @@
 import { sql } from "kysely";
-import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
 import { unseen } from "../content/access.js";
 import { findItem, updateItem } from "../content/item.repository.js";
 import type { ItemService } from "../content/item.service.js";
@@ -153,7 +153,7 @@ export class FeatureServiceService {
   ): Promise<CreateServiceResult> {
     requirePrivilege(caller, "portal:publisher:publishFeatures");
     requirePrivilege(caller, "portal:user:createItem");
-    if (caller.username.toLowerCase() !== username.toLowerCase()) {
+    if (!isCaller(caller, username)) {
       throw errors.forbidden("Services can only be created in your own account.");
     }
     const { name } = request.createParameters;

@@ -1,5 +1,5 @@
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, requirePrivilege } from "../auth/caller.js";
+import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
 import { canViewGroup, unseen } from "../content/access.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
@@ -423,7 +423,7 @@ export class GroupService {
   }
 
   private async ownInvitation(trx: Trx, caller: Caller, username: string, invitationId: string) {
-    if (caller.username.toLowerCase() !== username.toLowerCase()) {
+    if (!isCaller(caller, username)) {
       throw errors.forbidden("Only the invited user may answer an invitation.");
     }
     const invitation = await findInvitation(trx, invitationId);
@@ -481,7 +481,7 @@ export class GroupService {
 
   private async selfOrAdmin(q: Queryable, caller: Caller | null, username: string, privilege: Privilege) {
     if (caller === null) throw errors.tokenRequired();
-    if (caller.username.toLowerCase() !== username.toLowerCase() && !caller.privileges.has(privilege)) {
+    if (!isCaller(caller, username) && !caller.privileges.has(privilege)) {
       throw errors.forbidden();
     }
     const user = await findUser(q, username);

@@ -39,7 +39,38 @@ export const DEFAULT_BODY_LIMIT = 1024 * 1024;
  *   merge query and form parameters -> choose the format -> authenticate -> check the privilege
  *   -> parse and validate parameters -> call the service -> render.
  */
-export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
+/** Who may call an operation (`RouteDef.auth`). */
+export type AuthMode = "none" | "optional" | "required";
+
+/** Names of the `:params` of one path template, e.g. `"itemId" | "layerId"`. */
+type ParamNames<P extends string> = P extends `${string}:${infer Rest}`
+  ? Rest extends `${infer Name}/${infer Tail}`
+    ? Name | ParamNames<Tail>
+    : Rest
+  : never;
+
+/** The names every member of a union of path templates has (`never` when some member has none). */
+type NamesInEvery<P extends string, N extends string> = {
+  [K in N]: (P extends unknown ? (K extends ParamNames<P> ? never : K) : never) extends never ? K : never;
+}[N];
+
+/**
+ * The path parameters of a route, typed from its template(s): a name in every template is a
+ * string; a name in only some of them (an operation answered with and without a folder) may be
+ * absent.
+ */
+export type PathParams<P extends string> = { [K in NamesInEvery<P, ParamNames<P>>]: string } & {
+  [K in Exclude<ParamNames<P>, NamesInEvery<P, ParamNames<P>>>]?: string;
+};
+
+/** The caller a handler sees: authentication already refused anonymous callers of `required` routes. */
+export type CallerOf<A extends AuthMode> = A extends "required" ? Caller : Caller | null;
+
+export interface RouteDef<
+  S extends ParamSpecs = ParamSpecs,
+  P extends string = string,
+  A extends AuthMode = AuthMode,
+> {
   /** Stable name used in logs and metrics, e.g. `portal.update`. */
   name: string;
   methods: readonly ("GET" | "POST")[];
@@ -47,7 +78,7 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
    * Path below the API root, with `:params`, e.g. `/portals/:portalId/update`; several when the
    * public API answers the same operation at more than one address (with and without a folder).
    */
-  path: string | readonly string[];
+  path: P | readonly P[];
   /**
    * `sharing` is `/sharing/rest`, `portaladmin` is `/portaladmin`, `server` is `/rest` (the hosted
    * services, where ArcGIS Server would answer).
@@ -57,15 +88,20 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
    * `none`: credentials are not read (info, generateToken). `optional`: anonymous allowed, a token
    * that is sent must be valid. `required`: anonymous callers get 499.
    */
-  auth: "none" | "optional" | "required";
+  auth: A;
   /** Privilege every caller needs; services check finer rules (self or administrator, ...). */
   privilege?: Privilege;
   /**
    * A privilege check that depends on which parameters were sent; runs before validation, so a
    * caller without the privilege learns nothing from validation errors.
    */
-  authorize?: (caller: Caller | null, raw: Readonly<Record<string, string>>) => void;
+  authorize?(caller: CallerOf<A>, raw: Readonly<Record<string, string>>): void;
   params: S;
+  /**
+   * Rules across parameters (one of two required, a value another one forbids), checked once each
+   * parameter is valid and before the handler runs; throws the error that names the parameter.
+   */
+  check?(params: ParamValues<S>): void;
   /**
    * Largest body in bytes (`DEFAULT_BODY_LIMIT` when absent): the whole body of a form or JSON
    * request, the fields of a multipart one. Larger bodies are refused while they arrive.
@@ -83,7 +119,7 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
    * bodies of unknown callers (`preauth-budget.ts`), counted for the sender it names, which may
    * hold the whole budget (not only an address's quarter): names in headers are not proof.
    */
-  screenLargeBody?: (headers: IncomingHttpHeaders, services: Services) => Promise<void>;
+  screenLargeBody?(headers: IncomingHttpHeaders, services: Services): Promise<void>;
   /**
    * A JSON body's members go to the parameters as parsed (`parseParams`), not through
    * `mergedParams`, which would turn objects back into text for them to be parsed again: a large
@@ -95,10 +131,16 @@ export interface RouteDef<S extends ParamSpecs = ParamSpecs> {
    * returns the body for it (an `EncodedBody` for a protocol buffer).
    */
   formats?: readonly ExtraFormat[];
-  handler: (ctx: HandlerContext<S>) => Promise<unknown>;
+  // Method syntax on purpose: a route of any parameters, path and auth mode then joins the one
+  // table of routes (`allRoutes`) without a cast, while each handler keeps its precise types.
+  handler(ctx: HandlerContext<S, P, A>): Promise<unknown>;
 }
 
-export interface HandlerContext<S extends ParamSpecs> {
+export interface HandlerContext<
+  S extends ParamSpecs,
+  P extends string = string,
+  A extends AuthMode = AuthMode,
+> {
   params: ParamValues<S>;
   /** Parameters sent with an empty value. */
   empty: Set<keyof S & string>;
@@ -107,10 +149,10 @@ export interface HandlerContext<S extends ParamSpecs> {
    * handler is done: read or move them before returning.
    */
   files: Record<string, UploadedFile>;
-  path: Record<string, string>;
+  path: PathParams<P>;
   /** The request's headers. */
   headers: IncomingHttpHeaders;
-  caller: Caller | null;
+  caller: CallerOf<A>;
   services: Services;
   org: Organization;
   /** The bearer token of this request, when one was sent. */
@@ -126,8 +168,10 @@ export interface HandlerContext<S extends ParamSpecs> {
   format: Format;
 }
 
-/** Identity helper that keeps the parameter types of a route definition. */
-export function defineRoute<S extends ParamSpecs>(def: RouteDef<S>): RouteDef<S> {
+/** Identity helper that keeps the types of a route definition: parameters, path, auth mode. */
+export function defineRoute<S extends ParamSpecs, const P extends string, const A extends AuthMode>(
+  def: RouteDef<S, P, A>,
+): RouteDef<S, P, A> {
   return def;
 }
 
@@ -388,6 +432,7 @@ export function registerRoutes(
         const { caller, token } = await checkCaller(request, raw);
         route.authorize?.(caller, raw);
         const { values, empty } = parseParams(route.params, raw, parsedBody(request));
+        route.check?.(values);
         result = await route.handler({
           params: values,
           empty,

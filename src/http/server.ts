@@ -94,11 +94,11 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         request,
         reply as unknown as FastifyReply,
         // Fastify's message quotes the whole URL, token included: say what is wrong instead.
-        new PorticoError(400, "Invalid URL", "GEN_0404", [
+        errors.invalidUrl(
           error.code === "FST_ERR_MAX_PARAM_LENGTH"
             ? "A path segment is longer than 1024 characters."
             : "The path is not valid percent-encoded UTF-8.",
-        ]),
+        ),
       ),
     // Each route sets its own body limit (`RouteDef.bodyLimit`); this one is for the others.
     bodyLimit: 64 * 1024,
@@ -148,9 +148,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   app.addHook("onRequest", async (request) => {
     const type = request.headers["content-type"];
     if (type && /^multipart\/form-data/i.test(type) && !/;\s*boundary=/i.test(type)) {
-      throw new PorticoError(400, "Unable to process the request.", "GEN_0400", [
-        "A multipart/form-data body needs a boundary in its Content-Type header.",
-      ]);
+      throw errors.badBody("A multipart/form-data body needs a boundary in its Content-Type header.");
     }
   });
   app.addHook("onRequest", async (request, reply) => {
@@ -170,7 +168,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       mapped = errors.bodyTooLarge(request.routeOptions.bodyLimit ?? 64 * 1024);
     } else if (typeof error.statusCode === "number" && error.statusCode >= 400 && error.statusCode < 500) {
       // Fastify's own client errors: unparsable body, unsupported media type, body too large.
-      mapped = new PorticoError(400, "Unable to process the request.", "GEN_0400", [error.message]);
+      mapped = errors.badBody(error.message);
     } else if (isPoolWaitTimeout(error)) {
       mapped = errors.databaseBusy();
     } else if (isConnectionLoss(error)) {
@@ -184,13 +182,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.setNotFoundHandler((request, reply) =>
-    sendError(
-      request,
-      reply,
-      new PorticoError(400, "Invalid URL", "GEN_0404", [
-        `No resource or operation at ${request.url.split("?")[0]}.`,
-      ]),
-    ),
+    sendError(request, reply, errors.invalidUrl(`No resource or operation at ${request.url.split("?")[0]}.`)),
   );
 
   registerProbes(app, services, config.contextPath);

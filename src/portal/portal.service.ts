@@ -213,6 +213,35 @@ export class PortalService {
 }
 
 /**
+ * `portals/self` is read by every client on every page load. The view depends only on the
+ * (frozen, cached) organization and signed-in user, so it is built once per pair and frozen, and
+ * the renderer serializes it once; a change to either makes new objects, and these entries are
+ * collected with the old ones. The host name is the process's public address, the same for
+ * every request.
+ */
+const views = new WeakMap<Organization, { anonymous?: object; byUser: WeakMap<object, object> }>();
+
+export function cachedPortalView(
+  org: Organization,
+  self: Record<string, unknown> | undefined,
+  portalHostname: string,
+): object {
+  let entry = views.get(org);
+  if (!entry) {
+    entry = { byUser: new WeakMap() };
+    views.set(org, entry);
+  }
+  const cached = self ? entry.byUser.get(self) : entry.anonymous;
+  if (cached) return cached;
+  const view = Object.freeze(
+    portalView(org, { signedIn: self !== undefined, portalHostname, ...(self ? { user: self } : {}) }),
+  );
+  if (self) entry.byUser.set(self, view);
+  else entry.anonymous = view;
+  return view;
+}
+
+/**
  * The `portals/self` resource (`wire.md` §3). Anonymous callers of a private organization see only
  * what a sign-in page needs; the third-party basemap key is shown to anonymous callers only when
  * `canShareVendorPublic` says so.

@@ -3,6 +3,7 @@ import {
   actorOf,
   type Caller,
   hasPrivilege,
+  isCaller,
   requireMayGrant,
   requireMayManageAccountOf,
   requirePrivilege,
@@ -189,7 +190,7 @@ export class UserService {
 
   async update(caller: Caller | null, username: string, changes: ProfileChanges): Promise<void> {
     if (caller === null) throw errors.tokenRequired();
-    const isSelf = caller.username.toLowerCase() === username.toLowerCase();
+    const isSelf = isCaller(caller, username);
     if (!isSelf) requirePrivilege(caller, "portal:admin:updateUsers");
     const profileFields = (["firstName", "lastName", "fullName", "description", "tags"] as const).filter(
       (f) => changes[f] !== undefined,
@@ -268,7 +269,7 @@ export class UserService {
 
   async delete(caller: Caller | null, username: string): Promise<void> {
     requirePrivilege(caller, "portal:admin:deleteUsers");
-    if (caller.username.toLowerCase() === username.toLowerCase()) {
+    if (isCaller(caller, username)) {
       throw errors.conflict("You cannot delete your own account.", "Ask another administrator.");
     }
     await this.db.transaction(
@@ -303,7 +304,7 @@ export class UserService {
 
   async setDisabled(caller: Caller | null, username: string, disabled: boolean): Promise<void> {
     requirePrivilege(caller, "portal:admin:disableUsers");
-    if (disabled && caller.username.toLowerCase() === username.toLowerCase()) {
+    if (disabled && isCaller(caller, username)) {
       throw errors.conflict("You cannot disable your own account.", "Ask another administrator.");
     }
     await this.db.transaction(

@@ -1,5 +1,5 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
-import { errors, PorticoError } from "../errors.js";
+import { errors, type PorticoError } from "../errors.js";
 
 /**
  * Declarative parameter specifications. ArcGIS requests carry every value as a string (form or
@@ -91,7 +91,10 @@ function lengthProblem(raw: string, min: number | undefined, max: number | undef
   return undefined;
 }
 
-function string<const R extends boolean = false>(options: StringOptions<R> = {}): ParamSpec<string, R> {
+/** A string spec; with `enum`, its value is typed as the union of the words listed. */
+function string<const R extends boolean = false, const E extends string = string>(
+  options: StringOptions<R> & { enum?: readonly E[] } = {},
+): ParamSpec<E, R> {
   // An enum value is one of a few short words: anything longer is refused before it is compared.
   const longestEnum = options.enum ? Math.max(...options.enum.map((e) => e.length)) : undefined;
   return {
@@ -116,7 +119,8 @@ function string<const R extends boolean = false>(options: StringOptions<R> = {})
         return fail(options.patternReason ?? `must match ${options.pattern}`);
       }
       const reason = options.check?.(value);
-      return reason ? fail(reason) : ok(value);
+      // Without `enum`, E is string; with it, `value` is one of its words (checked above).
+      return reason ? fail(reason) : ok(value as E);
     },
   };
 }
@@ -402,14 +406,6 @@ export function parseParams<S extends ParamSpecs>(
     if (parsed.ok) values[name] = parsed.value;
     else problems.push(errors.invalidParameter(name, parsed.reason));
   }
-  if (problems.length > 0) {
-    const first = problems[0] as PorticoError;
-    throw new PorticoError(
-      first.code,
-      first.message,
-      first.messageCode,
-      problems.flatMap((e) => e.details),
-    );
-  }
+  if (problems.length > 0) throw errors.parameterProblems(problems);
   return { values: values as ParamValues<S>, empty: empty as Set<keyof S & string> };
 }

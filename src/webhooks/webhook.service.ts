@@ -1,48 +1,38 @@
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import { FeedCache } from "../db/cache.js";
 import type { Db } from "../db/database.js";
-import type { NotificationTable, WebhookSettingsTable, WebhookTable } from "../db/schema.js";
 import { errors } from "../errors.js";
-import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
+import type { PayloadUrlCheck } from "./attempt.js";
+import type { WebhookConfig, WebhookSettings } from "./delivery-rules.js";
 import { parseTrigger } from "./triggers.js";
+import {
+  attemptsOf,
+  deleteWebhook,
+  findNotification,
+  findWebhook,
+  insertWebhook,
+  notificationPage,
+  queueNotification,
+  readSettings,
+  requeueNotifications,
+  saveSettings,
+  setWebhookActive,
+  updateWebhook,
+  type WebhookRow,
+  webhookPage,
+} from "./webhook.repository.js";
 
 /**
  * Organization webhooks (`interface.md` §2.2, §4.2; `wire.md` §7): their definitions, the
- * organization's delivery settings, and the delivery history. Delivery itself is the
- * `DeliveryEngine`'s; this service asks it to check payload URLs and to wake up.
+ * organization's delivery settings, and the delivery history. Delivery itself is a background
+ * job's (`src/jobs/webhook-delivery.ts`); this service wakes it when it queues notifications.
+ * Every payload URL is checked before it is saved: the check is a constructor argument, so no
+ * way of building the service can skip it.
  */
 
 const PRIVILEGE = "portal:admin:manageWebhooks" as const;
-
-/** ArcGIS's defaults for the delivery settings (`wire.md` §7). */
-export const DEFAULT_SETTINGS = {
-  notificationAttempts: 3,
-  notificationTimeOutInSeconds: 10,
-  notificationElapsedTimeInSeconds: 5,
-} as const;
-
-/** Used when a webhook's config has no deactivationPolicy. */
-export const DEFAULT_DEACTIVATION_POLICY = { numberOfFailures: 5, daysInPast: 5 } as const;
-
-export interface DeactivationPolicy {
-  numberOfFailures: number;
-  daysInPast: number;
-}
-
-/** What `config` holds: the ArcGIS deactivation policy and portico's own delivery option. */
-export interface WebhookConfig {
-  deactivationPolicy?: DeactivationPolicy;
-  /** Also send the secret itself in `x-esriHook-Secret`, as the public portal does. Off by default. */
-  sendSecretHeader?: boolean;
-}
-
-export interface WebhookSettings {
-  notificationAttempts: number;
-  notificationTimeOutInSeconds: number;
-  notificationElapsedTimeInSeconds: number;
-}
 
 export interface WebhookInput {
   name: string;
@@ -53,17 +43,15 @@ export interface WebhookInput {
   events?: readonly string[] | undefined;
 }
 
-/** What the engine does for this service. */
-export interface DeliveryControl {
-  /** Why the payload URL cannot be reached, or undefined when it answered. */
-  checkUrl(url: string, secret: string, webhookName: string): Promise<string | undefined>;
-  /** New notifications are waiting. */
-  wake(): void;
+/** What this service needs beyond the database, given when it is built. */
+export interface WebhookServiceDeps {
+  /** Checks a payload URL before it is saved (`payloadUrlCheck`, through the address guard). */
+  checkPayloadUrl: PayloadUrlCheck;
   /** The portal's URL as payloads give it. */
-  portalUrl(): string;
+  portalUrl: () => string;
+  /** Delivery (`WebhookDelivery`), told when notifications were queued or became deliverable. */
+  delivery: { wake(): void };
 }
-
-export type WebhookRow = WebhookTable;
 
 export function webhookJson(row: WebhookRow, orgId: string) {
   return {
@@ -95,9 +83,8 @@ export function subscriptionOf(changes: string, events: readonly string[] | unde
 }
 
 export class WebhookService {
-  private control: DeliveryControl | undefined;
   /**
-   * The delivery settings, read by the engine for every claim and every batch of outcomes. An
+   * The delivery settings, read by the delivery job for every claim and batch of outcomes. An
    * update announces `org`, so every node drops its copy.
    */
   private readonly settingsCache: FeedCache<"settings", WebhookSettings>;
@@ -105,34 +92,17 @@ export class WebhookService {
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
+    private readonly deps: WebhookServiceDeps,
   ) {
     this.settingsCache = new FeedCache(db.feed, ["org"]);
-  }
-
-  /** Connects the delivery engine, which is built after the services. */
-  attach(control: DeliveryControl): void {
-    this.control = control;
   }
 
   async list(caller: Caller | null, page: Page) {
     requirePrivilege(caller, PRIVILEGE);
     const org = await this.portal.get();
-    const [count, rows] = await Promise.all([
-      this.db.kysely
-        .selectFrom("webhooks")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .executeTakeFirstOrThrow(),
-      this.db.kysely
-        .selectFrom("webhooks")
-        .selectAll()
-        .orderBy("created")
-        .orderBy("id")
-        .limit(page.num)
-        .offset(page.start - 1)
-        .execute(),
-    ]);
+    const { total, rows } = await webhookPage(this.db.kysely, page);
     return {
-      ...pageInfo(page, Number(count.n), rows.length),
+      ...pageInfo(page, total, rows.length),
       webhooks: rows.map((r) => webhookJson(r, org.id)),
     };
   }
@@ -148,25 +118,16 @@ export class WebhookService {
     const events = subscriptionOf(input.changes, input.events);
     const secret = input.secret ?? "";
     await this.checkUrl(input.url, secret, input.name);
-    const now = Date.now();
-    const row: WebhookRow = {
-      id: newId(),
+    const fields = {
       name: input.name,
-      payload_url: input.url,
+      payloadUrl: input.url,
       secret,
-      is_active: 1,
       changes: input.changes,
-      events: JSON.stringify(events),
-      config: JSON.stringify(input.config ?? {}),
-      owner_id: caller.userId,
-      modified_id: caller.userId,
-      count_since: now,
-      created: now,
-      modified: now,
+      events,
+      config: input.config ?? {},
     };
-    await this.db.transaction(async (trx) => {
-      await trx.insertInto("webhooks").values(row).execute();
-    });
+    const now = Date.now();
+    const row = await this.db.transaction((trx) => insertWebhook(trx, fields, caller.userId, now));
     const org = await this.portal.get();
     return { success: true, webhook: webhookJson(row, org.id) };
   }
@@ -184,19 +145,10 @@ export class WebhookService {
     const secret = input.secret ?? current.secret;
     const name = input.name ?? current.name;
     if (input.url !== undefined || input.secret !== undefined) await this.checkUrl(url, secret, name);
-    const patch: Partial<WebhookRow> = {
-      name,
-      payload_url: url,
-      secret,
-      changes,
-      ...(events ? { events: JSON.stringify(events) } : {}),
-      ...(input.config !== undefined ? { config: JSON.stringify(input.config) } : {}),
-      modified_id: caller.userId,
-      modified: Date.now(),
-    };
+    const fields = { name, payloadUrl: url, secret, changes, events, config: input.config };
+    const now = Date.now();
     await this.db.transaction(async (trx) => {
-      const r = await trx.updateTable("webhooks").set(patch).where("id", "=", id).executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) throw errors.webhookNotFound(id);
+      if (!(await updateWebhook(trx, id, fields, caller.userId, now))) throw errors.webhookNotFound(id);
     });
     const org = await this.portal.get();
     return { success: true, webhook: webhookJson(await this.mustFind(id), org.id) };
@@ -205,8 +157,7 @@ export class WebhookService {
   async delete(caller: Caller | null, id: string) {
     requirePrivilege(caller, PRIVILEGE);
     await this.db.transaction(async (trx) => {
-      const r = await trx.deleteFrom("webhooks").where("id", "=", id).executeTakeFirst();
-      if (Number(r.numDeletedRows) === 0) throw errors.webhookNotFound(id);
+      if (!(await deleteWebhook(trx, id))) throw errors.webhookNotFound(id);
     });
     return { success: true };
   }
@@ -216,19 +167,9 @@ export class WebhookService {
     requirePrivilege(caller, PRIVILEGE);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
-      const r = await trx
-        .updateTable("webhooks")
-        .set({
-          is_active: active ? 1 : 0,
-          ...(active ? { count_since: now } : {}),
-          modified_id: caller.userId,
-          modified: now,
-        })
-        .where("id", "=", id)
-        .executeTakeFirst();
-      if (Number(r.numUpdatedRows) === 0) throw errors.webhookNotFound(id);
+      if (!(await setWebhookActive(trx, id, active, caller.userId, now))) throw errors.webhookNotFound(id);
     });
-    if (active) this.control?.wake();
+    if (active) this.deps.delivery.wake();
     return { success: true };
   }
 
@@ -236,38 +177,13 @@ export class WebhookService {
   async notificationStatus(caller: Caller | null, id: string, page: Page) {
     requirePrivilege(caller, PRIVILEGE);
     await this.mustFind(id);
-    const q = this.db.kysely;
-    const [count, rows] = await Promise.all([
-      q
-        .selectFrom("notifications")
-        .select((eb) => eb.fn.countAll<number>().as("n"))
-        .where("webhook_id", "=", id)
-        .executeTakeFirstOrThrow(),
-      q
-        .selectFrom("notifications")
-        .selectAll()
-        .where("webhook_id", "=", id)
-        .orderBy("created", "desc")
-        .orderBy("id", "desc")
-        .limit(page.num)
-        .offset(page.start - 1)
-        .execute(),
-    ]);
-    const attempts =
-      rows.length === 0
-        ? []
-        : await q
-            .selectFrom("notification_attempts")
-            .selectAll()
-            .where(
-              "notification_id",
-              "in",
-              rows.map((r) => r.id),
-            )
-            .orderBy("attempt")
-            .execute();
+    const { total, rows } = await notificationPage(this.db.kysely, id, page);
+    const attempts = await attemptsOf(
+      this.db.kysely,
+      rows.map((r) => r.id),
+    );
     return {
-      ...pageInfo(page, Number(count.n), rows.length),
+      ...pageInfo(page, total, rows.length),
       WebhookStatus: rows.map((n) => {
         const own = attempts.filter((a) => a.notification_id === n.id);
         const last = own.at(-1);
@@ -302,30 +218,13 @@ export class WebhookService {
     requirePrivilege(caller, PRIVILEGE);
     await this.mustFind(id);
     const now = Date.now();
-    const count = await this.db.transaction(async (trx) => {
-      let query = trx
-        .updateTable("notifications")
-        .set({ status: "pending", attempts: 0, next_attempt: now, lease_until: 0, completed: null })
-        .where("webhook_id", "=", id);
-      if (which.notificationId !== undefined) {
-        query = query.where("id", "=", which.notificationId).where("status", "!=", "pending");
-      } else {
-        query = query.where("status", "=", "failed").where("completed", ">=", which.since ?? 0);
-      }
-      const r = await query.executeTakeFirst();
-      return Number(r.numUpdatedRows);
-    });
+    const count = await this.db.transaction((trx) => requeueNotifications(trx, id, which, now));
     if (which.notificationId !== undefined && count === 0) {
-      const exists = await this.db.kysely
-        .selectFrom("notifications")
-        .select("status")
-        .where("id", "=", which.notificationId)
-        .where("webhook_id", "=", id)
-        .executeTakeFirst();
+      const exists = await findNotification(this.db.kysely, id, which.notificationId);
       if (!exists) throw errors.notFound(`Notification '${which.notificationId}' of webhook '${id}'`);
       throw errors.conflict("The notification is already waiting to be delivered.");
     }
-    if (count > 0) this.control?.wake();
+    if (count > 0) this.deps.delivery.wake();
     return { success: true, redelivered: count };
   }
 
@@ -338,11 +237,11 @@ export class WebhookService {
     }
     const org = await this.portal.get();
     const now = Date.now();
-    const notification = newNotification(webhook, "", now, {
+    const payload = {
       info: {
         webhookId: webhook.id,
         webhookName: webhook.name,
-        portalURL: this.control?.portalUrl() ?? "",
+        portalURL: this.deps.portalUrl(),
         when: now,
       },
       events: [
@@ -356,11 +255,11 @@ export class WebhookService {
           properties: { orgId: org.id },
         },
       ],
-    });
-    await this.db.transaction(async (trx) => {
-      await trx.insertInto("notifications").values(notification).execute();
-    });
-    this.control?.wake();
+    };
+    const notification = await this.db.transaction((trx) =>
+      queueNotification(trx, { webhookId: webhook.id, eventId: "", payload }, now),
+    );
+    this.deps.delivery.wake();
     return { success: true, notificationId: notification.id };
   }
 
@@ -371,79 +270,25 @@ export class WebhookService {
 
   /** The settings as delivery applies them; no caller, for the engine. */
   async deliverySettings(): Promise<WebhookSettings> {
-    return (await this.settingsCache.get("settings", () => readSettings(this.db))) as WebhookSettings;
+    return (await this.settingsCache.get("settings", () => readSettings(this.db.kysely))) as WebhookSettings;
   }
 
   async updateSettings(caller: Caller | null, changes: Partial<WebhookSettings>): Promise<WebhookSettings> {
     requirePrivilege(caller, PRIVILEGE);
     const next = { ...(await this.deliverySettings()), ...changes };
-    const row: WebhookSettingsTable = {
-      singleton: 1,
-      notification_attempts: next.notificationAttempts,
-      timeout_seconds: next.notificationTimeOutInSeconds,
-      elapsed_seconds: next.notificationElapsedTimeInSeconds,
-      modified: Date.now(),
-    };
-    await this.db.transaction(
-      async (trx) => {
-        await trx
-          .insertInto("webhook_settings")
-          .values(row)
-          .onConflict((oc) => oc.column("singleton").doUpdateSet(row))
-          .execute();
-      },
-      { changes: ["org"] },
-    );
+    const now = Date.now();
+    await this.db.transaction((trx) => saveSettings(trx, next, now), { changes: ["org"] });
     return next;
   }
 
   private async checkUrl(url: string, secret: string, name: string): Promise<void> {
-    if (!this.control) return;
-    const problem = await this.control.checkUrl(url, secret, name);
+    const problem = await this.deps.checkPayloadUrl(url, secret, name);
     if (problem) throw errors.invalidParameter("url", `the payload URL check failed: ${problem}`);
   }
 
   private async mustFind(id: string): Promise<WebhookRow> {
-    const row = await this.db.kysely
-      .selectFrom("webhooks")
-      .selectAll()
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const row = await findWebhook(this.db.kysely, id);
     if (!row) throw errors.webhookNotFound(id);
     return row;
   }
-}
-
-async function readSettings(db: Db): Promise<WebhookSettings> {
-  const row = await db.kysely.selectFrom("webhook_settings").selectAll().executeTakeFirst();
-  if (!row) return { ...DEFAULT_SETTINGS };
-  return {
-    notificationAttempts: row.notification_attempts,
-    notificationTimeOutInSeconds: row.timeout_seconds,
-    notificationElapsedTimeInSeconds: row.elapsed_seconds,
-  };
-}
-
-/** A pending notification of `payload` for `webhook`, due now. */
-export function newNotification(
-  webhook: Pick<WebhookRow, "id">,
-  eventId: string,
-  now: number,
-  payload: unknown,
-): NotificationTable {
-  return {
-    id: newId(),
-    webhook_id: webhook.id,
-    event_id: eventId,
-    payload: JSON.stringify(payload),
-    status: "pending",
-    attempts: 0,
-    total_attempts: 0,
-    next_attempt: now,
-    lease_until: 0,
-    created: now,
-    completed: null,
-    last_status: null,
-    last_response: "",
-  };
 }

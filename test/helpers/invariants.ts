@@ -1,7 +1,6 @@
 import { Ajv } from "ajv";
 import { sql } from "kysely";
 import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
-import { USERNAME_PATTERN } from "../../src/config.js";
 import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
 import type { Db } from "../../src/db/database.js";
 import {
@@ -12,6 +11,7 @@ import {
 import { httpUrlProblem } from "../../src/outbound/guard.js";
 import { isSettingName, ORG_SETTINGS, SETTING_NAMES } from "../../src/portal/org-settings.js";
 import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/roles/privileges.js";
+import { USERNAME_PATTERN } from "../../src/users/username.js";
 import { parseTrigger } from "../../src/webhooks/triggers.js";
 
 /**

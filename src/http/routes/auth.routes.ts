@@ -1,36 +1,8 @@
-import type { Presenter } from "../../auth/token-binding.js";
 import { errors } from "../../errors.js";
 import { REST_VERSION } from "../../portal/portal.service.js";
-import type { Services } from "../../services.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
-import { owningSystemUrl } from "./feature-server.routes.js";
-
-/**
- * A token for a server this portal owns (`/rest/services`), as Esri's clients ask for it: the portal
- * token and the server's URL. The hosted services share the portal's tokens, so the answer is the
- * same token with its own expiry; a server elsewhere gets nothing.
- */
-async function serverToken(
-  services: Services,
-  apiBase: string,
-  serverUrl: string,
-  token: string,
-  presenter: Presenter,
-  ssl: boolean,
-) {
-  const owner = owningSystemUrl(apiBase).replace(/\/+$/, "").toLowerCase();
-  const server = serverUrl.replace(/\/+$/, "").toLowerCase();
-  if (server !== owner && !server.startsWith(`${owner}/`)) {
-    throw errors.invalidParameter(
-      "serverUrl",
-      `must be a server of this portal (${owningSystemUrl(apiBase)})`,
-    );
-  }
-  // The token must be one this request may present (its referer or address binding).
-  const { expires } = await services.auth.presentedSession(token, presenter);
-  return { token, expires, ssl };
-}
+import { owningSystemUrl } from "../urls.js";
 
 export const authRoutes = [
   defineRoute({
@@ -48,7 +20,7 @@ export const authRoutes = [
     auth: "none",
     params: {},
     handler: async ({ apiBase }) => ({
-      owningSystemUrl: apiBase.replace(/\/sharing\/rest$/, ""),
+      owningSystemUrl: owningSystemUrl(apiBase),
       currentVersion: REST_VERSION,
       authInfo: { tokenServicesUrl: `${apiBase}/generateToken`, isTokenBasedSecurity: true },
     }),
@@ -79,14 +51,13 @@ export const authRoutes = [
         params.username === undefined &&
         params.password === undefined
       ) {
-        return serverToken(
-          services,
-          apiBase,
-          params.serverUrl,
-          params.token,
-          { referer, ip: requestIp },
-          org.settings.allSSL === true,
-        );
+        return services.auth.serverToken({
+          serverUrl: params.serverUrl,
+          token: params.token,
+          owningSystemUrl: owningSystemUrl(apiBase),
+          presenter: { referer, ip: requestIp },
+          ssl: org.settings.allSSL === true,
+        });
       }
       if (params.username === undefined) throw errors.missingParameter("username");
       if (params.password === undefined) throw errors.missingParameter("password");

@@ -1,8 +1,8 @@
 import fs from "node:fs";
-import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration.service.js";
+import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration-types.js";
 import { PEER_HEADERS, type PeerEnvelope } from "../../collaboration/peer.js";
 import type { AccessMode } from "../../db/schema.js";
-import { errors, PorticoError } from "../../errors.js";
+import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { type JsonSchema, p } from "../../validation/params.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
@@ -90,9 +90,10 @@ async function fileText(
     return { text: await fs.promises.readFile(file.path, "utf8"), param: fileParam };
   }
   if (text !== undefined) return { text, param: textParam };
-  throw new PorticoError(400, `Missing required parameter '${textParam}'.`, "PARAM_0001", [
+  throw errors.missingParameter(
+    textParam,
     `Send the file's text as '${textParam}' or upload the file as '${fileParam}'.`,
-  ]);
+  );
 }
 
 const fileName = (kind: string, id: string) => `${kind}-${id}.json`;
@@ -130,7 +131,7 @@ export const collaborationRoutes = [
           name: params.workspaceName,
           description: params.workspaceDescription ?? "",
           portalGroupId: params.portalGroupId,
-          accessMode: params.accessMode as AccessMode | undefined,
+          accessMode: params.accessMode,
           config: params.config,
         },
         contact: contactOf(params, "host"),
@@ -162,8 +163,13 @@ export const collaborationRoutes = [
           "invitationFile",
         );
         return op === "validateCollaborationInvitation"
-          ? services.collaborations.validateInvitation(caller, text, param)
-          : services.collaborations.acceptInvitation(caller, text, param, contactOf(params, "guest"));
+          ? services.collaborationInvitations.validateInvitation(caller, text, param)
+          : services.collaborationInvitations.acceptInvitation(
+              caller,
+              text,
+              param,
+              contactOf(params, "guest"),
+            );
       },
     }),
   ),
@@ -174,8 +180,7 @@ export const collaborationRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.get(caller, path.collaborationId as string),
+    handler: async ({ path, caller, services }) => services.collaborations.get(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.updateInfo",
@@ -185,7 +190,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateInfo(caller, path.collaborationId as string, params),
+      services.collaborations.updateInfo(caller, path.collaborationId, params),
   }),
   defineRoute({
     name: "collaborations.delete",
@@ -195,7 +200,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.delete(caller, path.collaborationId as string),
+      services.collaborations.delete(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.removeParticipation",
@@ -206,7 +211,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipation(caller, path.collaborationId as string),
+      services.collaborations.removeParticipation(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.inviteParticipant",
@@ -220,8 +225,8 @@ export const collaborationRoutes = [
       expiration: p.integer({ min: 1, max: 8760 }),
     },
     handler: async ({ params, path, caller, services }) => {
-      const cid = path.collaborationId as string;
-      const { id, text } = await services.collaborations.invite(caller, cid, {
+      const cid = path.collaborationId;
+      const { id, text } = await services.collaborationInvitations.invite(caller, cid, {
         guestPortalUrl: params.guestPortalUrl,
         workspaces: modeMap(
           params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>,
@@ -239,7 +244,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invitations(caller, path.collaborationId as string),
+      services.collaborationInvitations.invitations(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.invitations.invalidate",
@@ -249,11 +254,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.invalidateInvitation(
-        caller,
-        path.collaborationId as string,
-        path.invitationId as string,
-      ),
+      services.collaborationInvitations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
   }),
   defineRoute({
     name: "collaborations.invitations.refresh",
@@ -263,10 +264,10 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { expiration: p.integer({ min: 1, max: 8760 }) },
     handler: async ({ params, path, caller, services }) => {
-      const { id, text } = await services.collaborations.refreshInvitation(
+      const { id, text } = await services.collaborationInvitations.refreshInvitation(
         caller,
-        path.collaborationId as string,
-        path.invitationId as string,
+        path.collaborationId,
+        path.invitationId,
         params.expiration ?? 72,
       );
       return json(text, fileName("collaboration-invitation", id));
@@ -280,9 +281,9 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => {
-      const cid = path.collaborationId as string;
+      const cid = path.collaborationId;
       return json(
-        await services.collaborations.exportResponse(caller, cid),
+        await services.collaborationInvitations.exportResponse(caller, cid),
         fileName("collaboration-response", cid),
       );
     },
@@ -303,10 +304,10 @@ export const collaborationRoutes = [
           "invitationResponseJSON",
           "invitationResponseFile",
         );
-        const cid = path.collaborationId as string;
+        const cid = path.collaborationId;
         return op === "validateInvitationResponse"
-          ? services.collaborations.validateResponse(caller, cid, text, param)
-          : services.collaborations.importResponse(caller, cid, text, param);
+          ? services.collaborationInvitations.validateResponse(caller, cid, text, param)
+          : services.collaborationInvitations.importResponse(caller, cid, text, param);
       },
     }),
   ),
@@ -318,7 +319,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.participants(caller, path.collaborationId as string),
+      services.collaborations.participants(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.participant",
@@ -328,11 +329,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.participant(
-        caller,
-        path.collaborationId as string,
-        path.participantId as string,
-      ),
+      services.collaborations.participant(caller, path.collaborationId, path.participantId),
   }),
   defineRoute({
     name: "collaborations.participant.updateAccessModes",
@@ -344,8 +341,8 @@ export const collaborationRoutes = [
     handler: async ({ params, path, caller, services }) =>
       services.collaborations.updateAccessModes(
         caller,
-        path.collaborationId as string,
-        path.participantId as string,
+        path.collaborationId,
+        path.participantId,
         modeMap(params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>),
       ),
   }),
@@ -356,14 +353,16 @@ export const collaborationRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: { deleteContributedItems: p.boolean(), deleteReceivedItems: p.boolean() },
-    handler: async ({ params, path, caller, services }) => {
+    check(params) {
       if (params.deleteContributedItems === undefined && params.deleteReceivedItems === undefined) {
         throw errors.missingParameter("deleteContributedItems");
       }
+    },
+    handler: async ({ params, path, caller, services }) => {
       return services.collaborations.updateDeletePolicy(
         caller,
-        path.collaborationId as string,
-        path.participantId as string,
+        path.collaborationId,
+        path.participantId,
         params,
       );
     },
@@ -376,11 +375,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipant(
-        caller,
-        path.collaborationId as string,
-        path.participantId as string,
-      ),
+      services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId),
   }),
   defineRoute({
     name: "collaborations.addWorkspace",
@@ -395,11 +390,11 @@ export const collaborationRoutes = [
       accessMode: p.string({ enum: MODES }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.addWorkspace(caller, path.collaborationId as string, {
+      services.workspaces.addWorkspace(caller, path.collaborationId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
-        accessMode: params.accessMode as AccessMode | undefined,
+        accessMode: params.accessMode,
         config: params.config,
       }),
   }),
@@ -411,7 +406,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspaces(caller, path.collaborationId as string),
+      services.workspaces.workspaces(caller, path.collaborationId),
   }),
   defineRoute({
     name: "collaborations.workspace",
@@ -421,7 +416,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.workspace(caller, path.collaborationId as string, path.workspaceId as string),
+      services.workspaces.workspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.updateInfo",
@@ -431,16 +426,11 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: workspaceFields,
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateWorkspaceInfo(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        {
-          name: params.collaborationWorkspaceName,
-          description: params.collaborationWorkspaceDescription,
-          config: params.config,
-        },
-      ),
+      services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
+        name: params.collaborationWorkspaceName,
+        description: params.collaborationWorkspaceDescription,
+        config: params.config,
+      }),
   }),
   defineRoute({
     name: "collaborations.workspace.updatePortalGroupLink",
@@ -455,12 +445,7 @@ export const collaborationRoutes = [
       copyByRefIfCopyFail: p.boolean(),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params,
-      ),
+      services.workspaces.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
   }),
   defineRoute({
     name: "collaborations.workspace.removePortalGroupLink",
@@ -470,11 +455,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.removeGroupLink(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -484,11 +465,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.collaborations.deleteWorkspace(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-      ),
+      services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
@@ -498,12 +475,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: { async: p.boolean() },
     handler: async ({ params, path, caller, services }) =>
-      services.sync.requestSync(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params.async !== true,
-      ),
+      services.sync.requestSync(caller, path.collaborationId, path.workspaceId, params.async !== true),
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus",
@@ -513,7 +485,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.status(caller, path.collaborationId as string, path.workspaceId as string),
+      services.sync.status(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus.one",
@@ -523,12 +495,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.statusOf(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        path.syncId as string,
-      ),
+      services.sync.statusOf(caller, path.collaborationId, path.workspaceId, path.syncId),
   }),
   defineRoute({
     name: "collaborations.workspace.schedule",
@@ -538,7 +505,7 @@ export const collaborationRoutes = [
     privilege: PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.sync.schedule(caller, path.collaborationId as string, path.workspaceId as string),
+      services.sync.schedule(caller, path.collaborationId, path.workspaceId),
   }),
   defineRoute({
     name: "collaborations.workspace.schedule.update",
@@ -553,12 +520,7 @@ export const collaborationRoutes = [
       repeatCount: p.integer({ min: 0, max: 1_000_000, also: [-1] }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.sync.updateSchedule(
-        caller,
-        path.collaborationId as string,
-        path.workspaceId as string,
-        params,
-      ),
+      services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params),
   }),
   ...(["delete", "pause", "resume"] as const).map((op) =>
     defineRoute({
@@ -569,8 +531,8 @@ export const collaborationRoutes = [
       privilege: PRIVILEGE,
       params: {},
       handler: async ({ path, caller, services }) => {
-        const cid = path.collaborationId as string;
-        const wid = path.workspaceId as string;
+        const cid = path.collaborationId;
+        const wid = path.workspaceId;
         if (op === "delete") return services.sync.deleteSchedule(caller, cid, wid);
         return services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
       },
@@ -580,10 +542,10 @@ export const collaborationRoutes = [
     name: "collaborations.peer",
     methods: ["POST"],
     path: "/portico/peer/:op",
-    // Portals authenticate each other with signed envelopes (checked by the sync engine), not tokens.
+    // Portals authenticate each other with signed envelopes (checked by the peer endpoint), not tokens.
     auth: "none",
     // A batch carries items of up to 64 MB of data base64-encoded (`MAX_TRANSPORT_BYTES` in
-    // sync.ts), about 86 MB, with their thumbnails and metadata.
+    // peer-messages.ts), about 86 MB, with their thumbnails and metadata.
     bodyLimit: 110 * 1024 * 1024,
     // Anyone can reach this endpoint, and the signature that says who calls is inside the body:
     // a body over the first MB is read only from a participant the headers name.
@@ -593,7 +555,7 @@ export const collaborationRoutes = [
       if (
         typeof collaborationId !== "string" ||
         typeof from !== "string" ||
-        !(await services.sync.knowsPeer(collaborationId, from))
+        !(await services.peerEndpoint.knowsPeer(collaborationId, from))
       ) {
         throw errors.peerCallRefused();
       }
@@ -630,7 +592,7 @@ export const collaborationRoutes = [
         throw errors.peerCallRefused();
       if (params.envelope.op !== path.op)
         throw errors.invalidParameter("envelope", "names another operation than the URL");
-      return services.sync.answerPeer(params.envelope, params.signature);
+      return services.peerEndpoint.answer(params.envelope, params.signature);
     },
   }),
 ];

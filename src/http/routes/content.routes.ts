@@ -77,10 +77,11 @@ function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>
 }
 
 /** Item operations answer at `content/users/<u>/items/<id>/<op>`, with or without a folder. */
-const itemOp = (op: string) => [
-  `/content/users/:username/items/:itemId/${op}`,
-  `/content/users/:username/:folderId/items/:itemId/${op}`,
-];
+const itemOp = <const Op extends string>(op: Op) =>
+  [
+    `/content/users/:username/items/:itemId/${op}`,
+    `/content/users/:username/:folderId/items/:itemId/${op}`,
+  ] as const;
 
 const groupList = p.list({
   maxItems: 100,
@@ -98,7 +99,7 @@ export const contentRoutes = [
     path: "/content/items/:itemId",
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) => services.items.get(caller, path.itemId as string),
+    handler: async ({ path, caller, services }) => services.items.get(caller, path.itemId),
   }),
   defineRoute({
     name: "items.data",
@@ -107,7 +108,7 @@ export const contentRoutes = [
     auth: "optional",
     params: {},
     handler: async ({ path, caller, services }) => {
-      const file = await services.items.data(caller, path.itemId as string);
+      const file = await services.items.data(caller, path.itemId);
       // ArcGIS answers an empty JSON object for an item without data.
       if (!file) return {};
       // Shown inline only when no browser would run it (file-types.ts); streamed from its chunks.
@@ -122,7 +123,7 @@ export const contentRoutes = [
     auth: "optional",
     params: {},
     handler: async ({ path, caller, services }) => {
-      const file = await services.items.thumbnail(caller, path.itemId as string);
+      const file = await services.items.thumbnail(caller, path.itemId);
       return new RawBody(file.contentType, file, file.filename);
     },
   }),
@@ -133,7 +134,7 @@ export const contentRoutes = [
     auth: "required",
     params: { ...pagingParams },
     handler: async ({ params, path, caller, services }) =>
-      services.items.listUserContent(caller, path.username as string, path.folderId, pageOf(params)),
+      services.items.listUserContent(caller, path.username, path.folderId, pageOf(params)),
   }),
   defineRoute({
     name: "items.add",
@@ -148,7 +149,7 @@ export const contentRoutes = [
     },
     ...itemLimits,
     handler: async ({ params, files, path, caller, services }) =>
-      services.items.add(caller, path.username as string, path.folderId, itemFields(params, files)),
+      services.items.add(caller, path.username, path.folderId, itemFields(params, files)),
   }),
   defineRoute({
     name: "items.update",
@@ -160,8 +161,8 @@ export const contentRoutes = [
     handler: async ({ params, empty, files, path, caller, services }) =>
       services.items.update(
         caller,
-        path.username as string,
-        path.itemId as string,
+        path.username,
+        path.itemId,
         itemFields(params, files),
         params.clearEmptyFields ? [...empty] : [],
       ),
@@ -172,8 +173,7 @@ export const contentRoutes = [
     path: itemOp("delete"),
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.items.delete(caller, path.username as string, path.itemId as string),
+    handler: async ({ path, caller, services }) => services.items.delete(caller, path.username, path.itemId),
   }),
   defineRoute({
     name: "items.protect",
@@ -182,7 +182,7 @@ export const contentRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.items.setProtected(caller, path.username as string, path.itemId as string, true),
+      services.items.setProtected(caller, path.username, path.itemId, true),
   }),
   defineRoute({
     name: "items.unprotect",
@@ -191,7 +191,7 @@ export const contentRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.items.setProtected(caller, path.username as string, path.itemId as string, false),
+      services.items.setProtected(caller, path.username, path.itemId, false),
   }),
   defineRoute({
     name: "items.move",
@@ -200,7 +200,7 @@ export const contentRoutes = [
     auth: "required",
     params: { folder: p.string({ required: true, maxLength: 64 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.items.move(caller, path.username as string, path.itemId as string, params.folder),
+      services.items.move(caller, path.username, path.itemId, params.folder),
   }),
   defineRoute({
     name: "items.reassign",
@@ -215,8 +215,8 @@ export const contentRoutes = [
     handler: async ({ params, path, caller, services }) =>
       services.items.reassign(
         caller,
-        path.username as string,
-        path.itemId as string,
+        path.username,
+        path.itemId,
         params.targetUsername,
         params.targetFolderName,
       ),
@@ -228,7 +228,7 @@ export const contentRoutes = [
     auth: "required",
     params: { groups: groupList, everyone: p.boolean(), org: p.boolean() },
     handler: async ({ params, path, caller, services }) =>
-      services.sharing.share(caller, path.username as string, path.itemId as string, {
+      services.sharing.share(caller, path.username, path.itemId, {
         groups: params.groups ?? [],
         everyone: params.everyone,
         org: params.org,
@@ -241,7 +241,7 @@ export const contentRoutes = [
     auth: "required",
     params: { groups: { ...groupList, required: true as const } },
     handler: async ({ params, path, caller, services }) =>
-      services.sharing.unshare(caller, path.username as string, path.itemId as string, params.groups),
+      services.sharing.unshare(caller, path.username, path.itemId, params.groups),
   }),
   defineRoute({
     name: "content.shareItems",
@@ -255,7 +255,7 @@ export const contentRoutes = [
       org: p.boolean(),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.sharing.shareItems(caller, path.username as string, params.items, {
+      services.sharing.shareItems(caller, path.username, params.items, {
         groups: params.groups ?? [],
         everyone: params.everyone,
         org: params.org,
@@ -271,7 +271,7 @@ export const contentRoutes = [
       groups: { ...groupList, required: true as const },
     },
     handler: async ({ params, path, caller, services }) =>
-      services.sharing.unshareItems(caller, path.username as string, params.items, params.groups),
+      services.sharing.unshareItems(caller, path.username, params.items, params.groups),
   }),
   defineRoute({
     name: "folders.create",
@@ -287,7 +287,7 @@ export const contentRoutes = [
       }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.items.createFolder(caller, path.username as string, params.title),
+      services.items.createFolder(caller, path.username, params.title),
   }),
   defineRoute({
     name: "folders.delete",
@@ -296,7 +296,7 @@ export const contentRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.items.deleteFolder(caller, path.username as string, path.folderId as string),
+      services.items.deleteFolder(caller, path.username, path.folderId),
   }),
   defineRoute({
     name: "comments.add",
@@ -305,7 +305,7 @@ export const contentRoutes = [
     auth: "required",
     params: { comment: p.string({ required: true, maxLength: 2048 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.comments.add(caller, path.itemId as string, params.comment),
+      services.comments.add(caller, path.itemId, params.comment),
   }),
   defineRoute({
     name: "comments.list",
@@ -313,7 +313,7 @@ export const contentRoutes = [
     path: "/content/items/:itemId/comments",
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) => services.comments.list(caller, path.itemId as string),
+    handler: async ({ path, caller, services }) => services.comments.list(caller, path.itemId),
   }),
   defineRoute({
     name: "comments.update",
@@ -322,7 +322,7 @@ export const contentRoutes = [
     auth: "required",
     params: { comment: p.string({ required: true, maxLength: 2048 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.comments.update(caller, path.itemId as string, path.commentId as string, params.comment),
+      services.comments.update(caller, path.itemId, path.commentId, params.comment),
   }),
   defineRoute({
     name: "comments.delete",
@@ -331,6 +331,6 @@ export const contentRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.comments.delete(caller, path.itemId as string, path.commentId as string),
+      services.comments.delete(caller, path.itemId, path.commentId),
   }),
 ];

@@ -19,7 +19,8 @@ const MB = 1024 * 1024;
  */
 export const ATTACHMENT_MAX_BYTES = 100 * MB;
 
-const featurePath = (op: string) => `/services/:name/FeatureServer/:layerId/:objectId/${op}`;
+const featurePath = <const Op extends string>(op: Op) =>
+  `/services/:name/FeatureServer/:layerId/:objectId/${op}` as const;
 
 /** The parameters of addAttachment and updateAttachment besides the file. */
 const uploadParams = {
@@ -66,12 +67,7 @@ export const featureAttachmentRoutes = [
     auth: "optional",
     params: { gdbVersion: uploadParams.gdbVersion },
     handler: async ({ path, caller, services }) =>
-      services.featureAttachments.list(
-        caller,
-        path.name as string,
-        path.layerId as string,
-        path.objectId as string,
-      ),
+      services.featureAttachments.list(caller, path.name, path.layerId, path.objectId),
   }),
   defineRoute({
     name: "featureServer.attachment",
@@ -83,10 +79,10 @@ export const featureAttachmentRoutes = [
     handler: async ({ path, caller, services }) => {
       const file = await services.featureAttachments.download(
         caller,
-        path.name as string,
-        path.layerId as string,
-        path.objectId as string,
-        path.attachmentId as string,
+        path.name,
+        path.layerId,
+        path.objectId,
+        path.attachmentId,
       );
       // Answered as item data is (file-types.ts): inline only what no browser would run, streamed.
       const served = servedType(file.contentType);
@@ -104,9 +100,9 @@ export const featureAttachmentRoutes = [
     handler: async ({ params, files, path, caller, services }) => {
       const r = await services.featureAttachments.add(
         caller,
-        path.name as string,
-        path.layerId as string,
-        path.objectId as string,
+        path.name,
+        path.layerId,
+        path.objectId,
         attachmentOf(params, files),
         { keywords: params.keywords },
       );
@@ -127,9 +123,9 @@ export const featureAttachmentRoutes = [
     handler: async ({ params, files, path, caller, services }) => {
       const r = await services.featureAttachments.update(
         caller,
-        path.name as string,
-        path.layerId as string,
-        path.objectId as string,
+        path.name,
+        path.layerId,
+        path.objectId,
         params.attachmentId,
         attachmentOf(params, files),
         { keywords: params.keywords },
@@ -159,9 +155,9 @@ export const featureAttachmentRoutes = [
     handler: async ({ params, path, caller, services }) => {
       const r = await services.featureAttachments.delete(
         caller,
-        path.name as string,
-        path.layerId as string,
-        path.objectId as string,
+        path.name,
+        path.layerId,
+        path.objectId,
         params.attachmentIds.map(Number),
         { rollbackOnFailure: params.rollbackOnFailure },
       );

@@ -22,11 +22,7 @@ import {
 } from "../../features/service-definition.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
-
-/** The portal's public base without `/sharing/rest`: what ArcGIS calls the owning system. */
-export const owningSystemUrl = (apiBase: string) => apiBase.replace(/\/sharing\/rest$/, "");
-/** Where the hosted services live: the `server` root, beside `/sharing/rest`. */
-const servicesBase = (apiBase: string) => `${owningSystemUrl(apiBase)}/rest/services`;
+import { owningSystemUrl, servicesBase } from "../urls.js";
 
 /**
  * createService on the portal, and the hosted feature services it creates: the service and layer
@@ -98,7 +94,8 @@ function onePart(
   };
 }
 
-const layerPath = (op: string) => `/services/:name/FeatureServer/:layerId/${op}`;
+const layerPath = <const Op extends string>(op: Op) =>
+  `/services/:name/FeatureServer/:layerId/${op}` as const;
 
 export const featureServerRoutes = [
   defineRoute({
@@ -120,7 +117,7 @@ export const featureServerRoutes = [
       tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
       snippet: p.string({ maxLength: 2048 }),
     },
-    handler: async ({ params, path, caller, services, apiBase }) => {
+    check(params) {
       if (params.isView) {
         throw errors.invalidParameter(
           "isView",
@@ -133,7 +130,9 @@ export const featureServerRoutes = [
           "is not supported: delete the existing service, then create it again",
         );
       }
-      return services.featureServices.create(caller, path.username as string, path.folderId, {
+    },
+    handler: async ({ params, path, caller, services, apiBase }) => {
+      return services.featureServices.create(caller, path.username, path.folderId, {
         createParameters: params.createParameters,
         description: params.description,
         tags: params.tags,
@@ -162,8 +161,7 @@ export const featureServerRoutes = [
     root: "server",
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.featureServices.service(caller, path.name as string),
+    handler: async ({ path, caller, services }) => services.featureServices.service(caller, path.name),
   }),
   defineRoute({
     name: "featureServer.layer",
@@ -173,7 +171,7 @@ export const featureServerRoutes = [
     auth: "optional",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.featureData.layerResource(caller, path.name as string, path.layerId as string),
+      services.featureData.layerResource(caller, path.name, path.layerId),
   }),
   defineRoute({
     name: "featureServer.addToDefinition",
@@ -186,7 +184,7 @@ export const featureServerRoutes = [
       addToDefinition: p.json<AddToDefinition, true>(addToDefinitionSchema, { required: true }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.featureServices.addToDefinition(caller, path.name as string, params.addToDefinition),
+      services.featureServices.addToDefinition(caller, path.name, params.addToDefinition),
   }),
   defineRoute({
     name: "featureServer.updateDefinition",
@@ -202,7 +200,7 @@ export const featureServerRoutes = [
       }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.featureServices.updateDefinition(caller, path.name as string, params.updateDefinition),
+      services.featureServices.updateDefinition(caller, path.name, params.updateDefinition),
   }),
   defineRoute({
     name: "featureServer.deleteFromDefinition",
@@ -216,7 +214,7 @@ export const featureServerRoutes = [
       }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.featureServices.deleteFromDefinition(caller, path.name as string, params.deleteFromDefinition),
+      services.featureServices.deleteFromDefinition(caller, path.name, params.deleteFromDefinition),
   }),
   defineRoute({
     name: "featureServer.layerAddToDefinition",
@@ -229,12 +227,7 @@ export const featureServerRoutes = [
       addToDefinition: p.json<LayerAddToDefinition, true>(layerAddToDefinitionSchema, { required: true }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.featureServices.addLayerFields(
-        caller,
-        path.name as string,
-        path.layerId as string,
-        params.addToDefinition,
-      ),
+      services.featureServices.addLayerFields(caller, path.name, path.layerId, params.addToDefinition),
   }),
   defineRoute({
     name: "featureServer.layerUpdateDefinition",
@@ -252,8 +245,8 @@ export const featureServerRoutes = [
     handler: async ({ params, path, caller, services }) =>
       services.featureServices.updateLayerDefinition(
         caller,
-        path.name as string,
-        path.layerId as string,
+        path.name,
+        path.layerId,
         params.updateDefinition,
       ),
   }),
@@ -271,8 +264,8 @@ export const featureServerRoutes = [
     handler: async ({ params, path, caller, services }) =>
       services.featureServices.deleteLayerFields(
         caller,
-        path.name as string,
-        path.layerId as string,
+        path.name,
+        path.layerId,
         params.deleteFromDefinition,
       ),
   }),
@@ -283,8 +276,7 @@ export const featureServerRoutes = [
     root: "server",
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.featureServices.allLayers(caller, path.name as string),
+    handler: async ({ path, caller, services }) => services.featureServices.allLayers(caller, path.name),
   }),
   defineRoute({
     name: "featureServer.query",
@@ -296,7 +288,7 @@ export const featureServerRoutes = [
     formats: ["geojson", "pbf"],
     params: queryParams,
     handler: async ({ params, path, caller, services, format }) =>
-      services.featureData.query(caller, path.name as string, path.layerId as string, params, format),
+      services.featureData.query(caller, path.name, path.layerId, params, format),
   }),
   defineRoute({
     name: "featureServer.applyEdits",
@@ -315,8 +307,8 @@ export const featureServerRoutes = [
       // The layer's answer names no layer (the service-level answer does, per layer).
       const { id: _id, ...results } = await services.featureData.applyEdits(
         caller,
-        path.name as string,
-        path.layerId as string,
+        path.name,
+        path.layerId,
         params,
       );
       return results;
@@ -331,7 +323,7 @@ export const featureServerRoutes = [
     bodyLimit: EDITS_BODY_LIMIT,
     params: { features: p.string({ maxLength: EDITS_BODY_LIMIT }), ...editFlags },
     handler: async ({ params, path, caller, services }) => {
-      const r = await services.featureData.applyEdits(caller, path.name as string, path.layerId as string, {
+      const r = await services.featureData.applyEdits(caller, path.name, path.layerId, {
         ...params,
         adds: params.features,
         addsParameter: "features",
@@ -348,7 +340,7 @@ export const featureServerRoutes = [
     bodyLimit: EDITS_BODY_LIMIT,
     params: { features: p.string({ maxLength: EDITS_BODY_LIMIT }), ...editFlags },
     handler: async ({ params, path, caller, services }) => {
-      const r = await services.featureData.applyEdits(caller, path.name as string, path.layerId as string, {
+      const r = await services.featureData.applyEdits(caller, path.name, path.layerId, {
         ...params,
         updates: params.features,
         updatesParameter: "features",
@@ -372,12 +364,14 @@ export const featureServerRoutes = [
       spatialRel: queryParams.spatialRel,
       ...editFlags,
     },
-    handler: async ({ params, path, caller, services }) => {
-      const byQuery = Boolean(params.where?.trim() || params.geometry?.trim());
-      if (!byQuery && !params.objectIds?.trim()) {
+    check(params) {
+      if (!params.where?.trim() && !params.geometry?.trim() && !params.objectIds?.trim()) {
         throw errors.invalidParameter("objectIds", "or where or geometry must say which features to delete");
       }
-      const r = await services.featureData.applyEdits(caller, path.name as string, path.layerId as string, {
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const byQuery = Boolean(params.where?.trim() || params.geometry?.trim());
+      const r = await services.featureData.applyEdits(caller, path.name, path.layerId, {
         ...params,
         ...(byQuery
           ? {
@@ -404,7 +398,7 @@ export const featureServerRoutes = [
     bodyLimit: QUERY_BODY_LIMIT,
     params: { ...queryParams, layerDefs: p.string({ maxLength: 1024 * 1024 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.featureData.serviceQuery(caller, path.name as string, params),
+      services.featureData.serviceQuery(caller, path.name, params),
   }),
   defineRoute({
     name: "featureServer.serviceApplyEdits",
@@ -415,7 +409,7 @@ export const featureServerRoutes = [
     bodyLimit: EDITS_BODY_LIMIT,
     params: { edits: p.string({ required: true, maxLength: EDITS_BODY_LIMIT }), ...editFlags },
     handler: async ({ params, path, caller, services }) =>
-      services.featureData.applyServiceEdits(caller, path.name as string, params),
+      services.featureData.applyServiceEdits(caller, path.name, params),
   }),
   defineRoute({
     name: "featureServer.feature",
@@ -425,11 +419,6 @@ export const featureServerRoutes = [
     auth: "optional",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.featureData.feature(
-        caller,
-        path.name as string,
-        path.layerId as string,
-        path.objectId as string,
-      ),
+      services.featureData.feature(caller, path.name, path.layerId, path.objectId),
   }),
 ];

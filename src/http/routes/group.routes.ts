@@ -1,7 +1,6 @@
-import type { GroupSortField } from "../../groups/group.repository.js";
-import type { GroupAccess, GroupFields } from "../../groups/group.service.js";
+import type { GroupFields } from "../../groups/group.service.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
-import { p } from "../../validation/params.js";
+import { type ParamValues, p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
 
 const groupBase = "/community/groups/:groupId";
@@ -25,27 +24,17 @@ const groupParams = {
   sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
 };
 
-function groupFields(params: {
-  title?: string | undefined;
-  access?: string | undefined;
-  description?: string | undefined;
-  snippet?: string | undefined;
-  tags?: string[] | undefined;
-  isInvitationOnly?: boolean | undefined;
-  isViewOnly?: boolean | undefined;
-  sortField?: string | undefined;
-  sortOrder?: string | undefined;
-}): GroupFields {
+function groupFields(params: ParamValues<typeof groupParams>): GroupFields {
   return {
     title: params.title,
-    access: params.access as GroupAccess | undefined,
+    access: params.access,
     description: params.description,
     snippet: params.snippet,
     tags: params.tags,
     isInvitationOnly: params.isInvitationOnly,
     isViewOnly: params.isViewOnly,
-    sortField: params.sortField as GroupSortField | undefined,
-    sortOrder: params.sortOrder as "asc" | "desc" | undefined,
+    sortField: params.sortField,
+    sortOrder: params.sortOrder,
   };
 }
 
@@ -66,7 +55,7 @@ export const groupRoutes = [
     path: groupBase,
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) => services.groups.get(caller, path.groupId as string),
+    handler: async ({ path, caller, services }) => services.groups.get(caller, path.groupId),
   }),
   defineRoute({
     name: "groups.update",
@@ -75,7 +64,7 @@ export const groupRoutes = [
     auth: "required",
     params: groupParams,
     handler: async ({ params, empty, path, caller, services }) =>
-      services.groups.update(caller, path.groupId as string, groupFields(params), [...empty]),
+      services.groups.update(caller, path.groupId, groupFields(params), [...empty]),
   }),
   defineRoute({
     name: "groups.delete",
@@ -83,7 +72,7 @@ export const groupRoutes = [
     path: `${groupBase}/delete`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) => services.groups.delete(caller, path.groupId as string),
+    handler: async ({ path, caller, services }) => services.groups.delete(caller, path.groupId),
   }),
   defineRoute({
     name: "groups.protect",
@@ -91,8 +80,7 @@ export const groupRoutes = [
     path: `${groupBase}/protect`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.groups.setProtected(caller, path.groupId as string, true),
+    handler: async ({ path, caller, services }) => services.groups.setProtected(caller, path.groupId, true),
   }),
   defineRoute({
     name: "groups.unprotect",
@@ -100,8 +88,7 @@ export const groupRoutes = [
     path: `${groupBase}/unprotect`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.groups.setProtected(caller, path.groupId as string, false),
+    handler: async ({ path, caller, services }) => services.groups.setProtected(caller, path.groupId, false),
   }),
   defineRoute({
     name: "groups.invite",
@@ -120,7 +107,7 @@ export const groupRoutes = [
       }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.groups.invite(caller, path.groupId as string, params.users),
+      services.groups.invite(caller, path.groupId, params.users),
   }),
   defineRoute({
     name: "groups.addUsers",
@@ -129,7 +116,7 @@ export const groupRoutes = [
     auth: "required",
     params: { users: userList(), admins: userList() },
     handler: async ({ params, path, caller, services }) =>
-      services.groups.addUsers(caller, path.groupId as string, {
+      services.groups.addUsers(caller, path.groupId, {
         users: params.users ?? [],
         admins: params.admins ?? [],
       }),
@@ -141,7 +128,7 @@ export const groupRoutes = [
     auth: "required",
     params: { users: { ...userList(), required: true as const } },
     handler: async ({ params, path, caller, services }) =>
-      services.groups.removeUsers(caller, path.groupId as string, params.users),
+      services.groups.removeUsers(caller, path.groupId, params.users),
   }),
   defineRoute({
     name: "groups.updateUsers",
@@ -150,7 +137,7 @@ export const groupRoutes = [
     auth: "required",
     params: { users: userList(), admins: userList() },
     handler: async ({ params, path, caller, services }) =>
-      services.groups.updateUsers(caller, path.groupId as string, {
+      services.groups.updateUsers(caller, path.groupId, {
         users: params.users ?? [],
         admins: params.admins ?? [],
       }),
@@ -161,7 +148,7 @@ export const groupRoutes = [
     path: `${groupBase}/users`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) => services.groups.members(caller, path.groupId as string),
+    handler: async ({ path, caller, services }) => services.groups.members(caller, path.groupId),
   }),
   defineRoute({
     name: "groups.content",
@@ -170,7 +157,7 @@ export const groupRoutes = [
     auth: "optional",
     params: pagingParams,
     handler: async ({ params, path, caller, services }) =>
-      services.groups.content(caller, path.groupId as string, pageOf(params)),
+      services.groups.content(caller, path.groupId, pageOf(params)),
   }),
   defineRoute({
     name: "users.invitations",
@@ -178,8 +165,7 @@ export const groupRoutes = [
     path: "/community/users/:username/invitations",
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.groups.invitations(caller, path.username as string),
+    handler: async ({ path, caller, services }) => services.groups.invitations(caller, path.username),
   }),
   defineRoute({
     name: "users.invitations.accept",
@@ -188,7 +174,7 @@ export const groupRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.groups.acceptInvitation(caller, path.username as string, path.invitationId as string),
+      services.groups.acceptInvitation(caller, path.username, path.invitationId),
   }),
   defineRoute({
     name: "users.invitations.decline",
@@ -197,6 +183,6 @@ export const groupRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.groups.declineInvitation(caller, path.username as string, path.invitationId as string),
+      services.groups.declineInvitation(caller, path.username, path.invitationId),
   }),
 ];

@@ -24,4 +24,4 @@ export const allRoutes = [
   ...featureAttachmentRoutes,
   ...webhookRoutes,
   ...collaborationRoutes,
-] as unknown as RouteDef[];
+] satisfies readonly RouteDef[];

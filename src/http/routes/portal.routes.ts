@@ -15,48 +15,16 @@ import {
   SETTING_NAMES,
   type SettingName,
 } from "../../portal/org-settings.js";
-import { type Organization, portalView } from "../../portal/portal.service.js";
+import { cachedPortalView } from "../../portal/portal.service.js";
 import { USER_SORT_FIELDS } from "../../users/user.repository.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type ParamSpec, p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
+import { portalHostname } from "../urls.js";
 
 const settingSpecs = Object.fromEntries(
   SETTING_NAMES.map((name) => [name, ORG_SETTINGS[name].spec]),
 ) as Record<SettingName, ParamSpec<unknown, false>>;
-
-/**
- * `portals/self` is read by every client on every page load. The view depends only on the
- * (frozen, cached) organization and signed-in user, so it is built once per pair and frozen, and
- * the renderer serializes it once; a change to either makes new objects, and these entries are
- * collected with the old ones.
- */
-const views = new WeakMap<Organization, { anonymous?: object; byUser: WeakMap<object, object> }>();
-
-function portalViewFor(
-  org: Organization,
-  self: Record<string, unknown> | undefined,
-  apiBase: string,
-): object {
-  let entry = views.get(org);
-  if (!entry) {
-    entry = { byUser: new WeakMap() };
-    views.set(org, entry);
-  }
-  const cached = self ? entry.byUser.get(self) : entry.anonymous;
-  if (cached) return cached;
-  const base = new URL(apiBase);
-  const view = Object.freeze(
-    portalView(org, {
-      signedIn: self !== undefined,
-      portalHostname: `${base.host}${base.pathname.replace(/\/sharing\/rest$/, "")}`,
-      ...(self ? { user: self } : {}),
-    }),
-  );
-  if (self) entry.byUser.set(self, view);
-  else entry.anonymous = view;
-  return view;
-}
 
 /** `securityPolicy/update`: ArcGIS's password rules and portico's lockout rules, each an integer in range. */
 const securityPolicySpecs = Object.fromEntries([
@@ -72,7 +40,7 @@ export const portalRoutes = [
     auth: "optional",
     params: {},
     handler: async ({ caller, services, org, apiBase }) =>
-      portalViewFor(org, caller ? await services.users.self(caller) : undefined, apiBase),
+      cachedPortalView(org, caller ? await services.users.self(caller) : undefined, portalHostname(apiBase)),
   }),
   defineRoute({
     name: "portals.update",
@@ -132,7 +100,7 @@ export const portalRoutes = [
       return services.users.list(caller, {
         ...pageOf(params),
         sortField: (params.sortField ?? "username") as keyof typeof USER_SORT_FIELDS,
-        sortOrder: (params.sortOrder ?? "asc") as "asc" | "desc",
+        sortOrder: params.sortOrder ?? "asc",
       });
     },
   }),

@@ -41,7 +41,7 @@ export const roleRoutes = [
     privilege: "portal:admin:viewUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      return services.roles.get(caller, path.roleId as string);
+      return services.roles.get(caller, path.roleId);
     },
   }),
   defineRoute({
@@ -55,7 +55,7 @@ export const roleRoutes = [
       description: p.string({ maxLength: 250 }),
     },
     handler: async ({ params, path, caller, services }) => {
-      await services.roles.update(caller, path.roleId as string, {
+      await services.roles.update(caller, path.roleId, {
         ...(params.name !== undefined ? { name: params.name } : {}),
         ...(params.description !== undefined ? { description: params.description } : {}),
       });
@@ -70,7 +70,7 @@ export const roleRoutes = [
     privilege: "portal:admin:manageRoles",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.roles.delete(caller, path.roleId as string);
+      await services.roles.delete(caller, path.roleId);
       return { success: true };
     },
   }),
@@ -82,7 +82,7 @@ export const roleRoutes = [
     privilege: "portal:admin:viewUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      return services.roles.privileges(caller, path.roleId as string);
+      return services.roles.privileges(caller, path.roleId);
     },
   }),
   defineRoute({
@@ -104,7 +104,7 @@ export const roleRoutes = [
       ),
     },
     handler: async ({ params, path, caller, services }) => {
-      await services.roles.setPrivileges(caller, path.roleId as string, params.privileges.privileges);
+      await services.roles.setPrivileges(caller, path.roleId, params.privileges.privileges);
       return { success: true };
     },
   }),

@@ -18,14 +18,14 @@ function searchParams(sortFields: Readonly<Record<string, unknown>>) {
 function searchRequest(params: {
   q?: string | undefined;
   sortField?: string | undefined;
-  sortOrder?: string | undefined;
+  sortOrder?: "asc" | "desc" | undefined;
   start?: number | undefined;
   num?: number | undefined;
 }): SearchRequest {
   return {
     q: params.q,
     sortField: params.sortField,
-    sortOrder: params.sortOrder as "asc" | "desc" | undefined,
+    sortOrder: params.sortOrder,
     page: pageOf(params),
   };
 }

@@ -1,5 +1,5 @@
-import { USERNAME_PATTERN } from "../../config.js";
 import { errors } from "../../errors.js";
+import { USERNAME_PATTERN } from "../../users/username.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
 
@@ -21,7 +21,7 @@ export const userRoutes = [
     path: "/community/self",
     auth: "required",
     params: {},
-    handler: async ({ caller, services }) => services.users.self(caller as NonNullable<typeof caller>),
+    handler: async ({ caller, services }) => services.users.self(caller),
   }),
   defineRoute({
     name: "users.get",
@@ -29,7 +29,7 @@ export const userRoutes = [
     path: "/community/users/:username",
     auth: "optional",
     params: {},
-    handler: async ({ path, caller, services }) => services.users.get(caller, path.username as string),
+    handler: async ({ path, caller, services }) => services.users.get(caller, path.username),
   }),
   defineRoute({
     name: "users.update",
@@ -56,7 +56,7 @@ export const userRoutes = [
       oldPassword: p.string({ maxLength: 1024 }),
     },
     handler: async ({ params, path, caller, services }) => {
-      await services.users.update(caller, path.username as string, {
+      await services.users.update(caller, path.username, {
         firstName: params.firstName,
         lastName: params.lastName,
         fullName: params.fullname ?? params.fullName,
@@ -81,7 +81,7 @@ export const userRoutes = [
     privilege: "portal:admin:deleteUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.users.delete(caller, path.username as string);
+      await services.users.delete(caller, path.username);
       return { success: true, username: path.username };
     },
   }),
@@ -93,7 +93,7 @@ export const userRoutes = [
     privilege: "portal:admin:disableUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.users.setDisabled(caller, path.username as string, true);
+      await services.users.setDisabled(caller, path.username, true);
       return { success: true };
     },
   }),
@@ -105,7 +105,7 @@ export const userRoutes = [
     privilege: "portal:admin:disableUsers",
     params: {},
     handler: async ({ path, caller, services }) => {
-      await services.users.setDisabled(caller, path.username as string, false);
+      await services.users.setDisabled(caller, path.username, false);
       return { success: true };
     },
   }),
@@ -128,13 +128,15 @@ export const userRoutes = [
       userLicenseTypeId: p.string({ maxLength: 64 }),
       provider: p.string({ enum: ["arcgis", "enterprise"] }),
     },
-    handler: async ({ params, caller, services }) => {
+    check(params) {
       if (params.provider === "enterprise") {
         throw errors.invalidParameter(
           "provider",
           "must be arcgis: enterprise identity providers are not configured",
         );
       }
+    },
+    handler: async ({ params, caller, services }) => {
       const user = await services.users.create(caller, {
         username: params.username,
         password: params.password,

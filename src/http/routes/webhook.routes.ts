@@ -2,8 +2,8 @@ import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type JsonSchema, p } from "../../validation/params.js";
+import type { WebhookConfig } from "../../webhooks/delivery-rules.js";
 import { secretProblem } from "../../webhooks/signature.js";
-import type { WebhookConfig } from "../../webhooks/webhook.service.js";
 import { defineRoute } from "../pipeline.js";
 
 /** Organization webhooks, `wire.md` §7. Administrators only (portal:admin:manageWebhooks). */
@@ -66,7 +66,7 @@ export const webhookRoutes = [
         url: params.url,
         secret: params.secret,
         config: params.config,
-        changes: params.changes as "allChanges" | "manualChanges",
+        changes: params.changes,
         events: params.events,
       }),
   }),
@@ -112,7 +112,7 @@ export const webhookRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.get(caller, path.webhookId as string),
+    handler: async ({ path, caller, services }) => services.webhooks.get(caller, path.webhookId),
   }),
   defineRoute({
     name: "webhooks.update",
@@ -122,14 +122,12 @@ export const webhookRoutes = [
     privilege: PRIVILEGE,
     params: webhookParams,
     handler: async ({ params, path, caller, services }) =>
-      services.webhooks.update(caller, path.webhookId as string, {
+      services.webhooks.update(caller, path.webhookId, {
         ...(params.name !== undefined ? { name: params.name } : {}),
         ...(params.url !== undefined ? { url: params.url } : {}),
         ...(params.secret !== undefined ? { secret: params.secret } : {}),
         ...(params.config !== undefined ? { config: params.config } : {}),
-        ...(params.changes !== undefined
-          ? { changes: params.changes as "allChanges" | "manualChanges" }
-          : {}),
+        ...(params.changes !== undefined ? { changes: params.changes } : {}),
         ...(params.events !== undefined ? { events: params.events } : {}),
       }),
   }),
@@ -140,7 +138,7 @@ export const webhookRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.delete(caller, path.webhookId as string),
+    handler: async ({ path, caller, services }) => services.webhooks.delete(caller, path.webhookId),
   }),
   defineRoute({
     name: "webhooks.activate",
@@ -149,8 +147,7 @@ export const webhookRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.webhooks.setActive(caller, path.webhookId as string, true),
+    handler: async ({ path, caller, services }) => services.webhooks.setActive(caller, path.webhookId, true),
   }),
   defineRoute({
     name: "webhooks.deactivate",
@@ -159,8 +156,7 @@ export const webhookRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.webhooks.setActive(caller, path.webhookId as string, false),
+    handler: async ({ path, caller, services }) => services.webhooks.setActive(caller, path.webhookId, false),
   }),
   defineRoute({
     name: "webhooks.notificationStatus",
@@ -170,7 +166,7 @@ export const webhookRoutes = [
     privilege: PRIVILEGE,
     params: { ...pagingParams },
     handler: async ({ params, path, caller, services }) =>
-      services.webhooks.notificationStatus(caller, path.webhookId as string, pageOf(params)),
+      services.webhooks.notificationStatus(caller, path.webhookId, pageOf(params)),
   }),
   defineRoute({
     name: "webhooks.redeliver",
@@ -182,14 +178,16 @@ export const webhookRoutes = [
       notificationId: p.string({ maxLength: 64 }),
       since: p.integer({ min: 0 }),
     },
-    handler: async ({ params, path, caller, services }) => {
+    check(params) {
       if ((params.notificationId === undefined) === (params.since === undefined)) {
         throw errors.invalidParameter(
           "notificationId",
           "give either notificationId (one notification) or since (every failed one since that time)",
         );
       }
-      return services.webhooks.redeliver(caller, path.webhookId as string, {
+    },
+    handler: async ({ params, path, caller, services }) => {
+      return services.webhooks.redeliver(caller, path.webhookId, {
         ...(params.notificationId !== undefined ? { notificationId: params.notificationId } : {}),
         ...(params.since !== undefined ? { since: params.since } : {}),
       });
@@ -202,6 +200,6 @@ export const webhookRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.ping(caller, path.webhookId as string),
+    handler: async ({ path, caller, services }) => services.webhooks.ping(caller, path.webhookId),
   }),
 ];

@@ -1,0 +1,324 @@
+import type { Db } from "../db/database.js";
+import { markDispatched, takeUndispatched } from "../events/outbox.js";
+import type { DeliveryOutcome } from "../observability/metrics.js";
+import type { OutboundGuard } from "../outbound/guard.js";
+import { describeFailure, postSigned } from "../webhooks/attempt.js";
+import {
+  attemptTimeoutMs,
+  retryAfterMs,
+  type WebhookConfig,
+  type WebhookSettings,
+} from "../webhooks/delivery-rules.js";
+import { parseTrigger, type Trigger, triggerCovers } from "../webhooks/triggers.js";
+import {
+  activeWebhooks,
+  type Claimed,
+  claimDue,
+  type NotificationFields,
+  type Outcome,
+  queueNotifications,
+  recordOutcomes,
+  releaseAllLeases,
+  releaseLeases,
+  type WebhookRow,
+} from "../webhooks/webhook.repository.js";
+import type { WebhookService } from "../webhooks/webhook.service.js";
+import type { WakeUp } from "./wake-up.js";
+
+/**
+ * Delivers webhook notifications, at least once (`wire.md` §7).
+ *
+ * 1. Dispatch: outbox events not yet dispatched are matched against every active webhook's
+ *    triggers; the matching notifications are inserted and the events marked dispatched in one
+ *    transaction, so a crash either dispatches an event whole or not at all.
+ * 2. Send: due notifications are claimed with a lease, POSTed through the address guard, and their
+ *    outcome recorded. A crash after sending and before recording resends (a duplicate the
+ *    receiver recognizes by `webhook-id`); a crash never loses one: the lease runs out and the
+ *    notification is claimed again.
+ *
+ * The job wakes on every committed event (the `events` change; NOTIFY across nodes on
+ * PostgreSQL), when the webhook service queues notifications (pings, redeliveries) or activates a
+ * webhook (its `WakeUp`), and polls as a backstop. Each webhook has at most `perWebhook` attempts in flight,
+ * so a slow or dead receiver holds only its own slots and never delays the others.
+ */
+
+export interface WebhookDeliveryOptions {
+  db: Db;
+  guard: Pick<OutboundGuard, "post">;
+  /** The delivery settings as they stand (kept by the webhook service, cached across claims). */
+  settings: Pick<WebhookService, "deliverySettings">;
+  /** Called by the webhook service when it queued notifications or made some deliverable. */
+  wakeUp: Pick<WakeUp, "listen">;
+  /** The portal's URL as payloads give it. */
+  portalUrl: () => string;
+  onError: (err: unknown, what: string) => void;
+  /** Told how recorded attempts ended, after their outcome committed (for metrics). */
+  onOutcome?: (outcome: DeliveryOutcome, count: number) => void;
+  /** Attempts in flight across all webhooks. */
+  maxInFlight?: number;
+  /** Attempts in flight to one webhook. */
+  perWebhook?: number;
+  /** Backstop for wake-ups missed (another node's events while the feed was down). */
+  pollMs?: number;
+}
+
+/** Events turned into notifications per dispatch transaction. */
+const DISPATCH_BATCH = 500;
+/**
+ * Extra lease beyond the attempt timeout, for recording the outcome; also how long after the
+ * attempt's timeout a node that died mid-attempt holds up the notification on PostgreSQL.
+ */
+const LEASE_MARGIN_MS = 5_000;
+
+export class WebhookDelivery {
+  private readonly maxInFlight: number;
+  private readonly perWebhook: number;
+  private readonly inFlight = new Map<string, number>();
+  private inFlightTotal = 0;
+  private running = false;
+  private again = false;
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly outcomes: Outcome[] = [];
+  private flushing: Promise<void> | undefined;
+  private readonly idle = new Set<() => void>();
+  /** Cuts off attempts a shutdown could not wait for. */
+  private readonly abort = new AbortController();
+  /** Notifications whose attempt was cut off by the shutdown: their leases are released. */
+  private readonly handedBack: string[] = [];
+
+  constructor(private readonly options: WebhookDeliveryOptions) {
+    this.maxInFlight = options.maxInFlight ?? 64;
+    this.perWebhook = options.perWebhook ?? 16;
+  }
+
+  async start(): Promise<void> {
+    const { db } = this.options;
+    this.options.wakeUp.listen(() => this.wake());
+    // One process owns an embedded database (portico.lock), so a lease still running at start-up
+    // was held by a process that died: its notifications are due again now, not when it expires.
+    // On PostgreSQL other nodes may be alive; there leases run out by themselves.
+    if (db.engine === "sqlite") {
+      await db.transaction((trx) => releaseAllLeases(trx));
+    }
+    db.feed.subscribe("events", () => this.wake());
+    this.timer = setInterval(() => this.wake(), this.options.pollMs ?? 1000);
+    this.timer.unref();
+    this.wake();
+  }
+
+  /**
+   * Stops claiming and waits up to `graceMs` for the attempts in flight, recording them. Attempts
+   * still running then are cut off and handed back: their leases are released without counting
+   * an attempt, so another node (or this one, restarted) sends them at once rather than when the
+   * lease runs out. A receiver may have seen a cut-off attempt; it recognizes the resend by its
+   * `webhook-id`, as with any retry.
+   */
+  async stop(graceMs = Number.POSITIVE_INFINITY): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.timer);
+    const deadline = Date.now() + graceMs;
+    while (this.inFlightTotal > 0 || this.running || this.flushing) {
+      if (Date.now() >= deadline && !this.abort.signal.aborted) this.abort.abort();
+      await new Promise<void>((resolve) => {
+        this.idle.add(resolve);
+        setTimeout(resolve, Math.max(1, Math.min(50, deadline - Date.now()))).unref();
+      });
+    }
+    await this.flush();
+    if (this.handedBack.length > 0) {
+      const ids = this.handedBack.splice(0, this.handedBack.length);
+      try {
+        await this.options.db.transaction((trx) => releaseLeases(trx, ids));
+        this.options.onOutcome?.("handed_back", ids.length);
+      } catch (err) {
+        // Their leases then run out by themselves, and another node takes them over.
+        this.options.onError(err, "handing back webhook attempts failed");
+      }
+    }
+  }
+
+  wake(): void {
+    if (this.stopped) return;
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = true;
+    setImmediate(() => void this.pass());
+  }
+
+  private async pass(): Promise<void> {
+    try {
+      do {
+        this.again = false;
+        while ((await this.dispatch()) === DISPATCH_BATCH && !this.stopped) {}
+        if (!this.stopped) await this.claimAndSend();
+      } while (this.again && !this.stopped);
+    } catch (err) {
+      this.options.onError(err, "webhook delivery pass failed");
+    } finally {
+      this.running = false;
+      this.notifyIdle();
+    }
+  }
+
+  /** Turns a batch of outbox events into notifications; returns how many events it took. */
+  private async dispatch(): Promise<number> {
+    const { db } = this.options;
+    const portalURL = this.options.portalUrl();
+    return db.transaction(async (trx) => {
+      const events = await takeUndispatched(trx, db.engine, DISPATCH_BATCH);
+      if (events.length === 0) return 0;
+      const subscriptions = (await activeWebhooks(trx)).map((w) => ({ webhook: w, triggers: triggersOf(w) }));
+      const now = Date.now();
+      const notifications: NotificationFields[] = [];
+      for (const event of events) {
+        const fields = { source: event.source, operation: event.operation, objectId: event.object_id };
+        for (const { webhook, triggers } of subscriptions) {
+          if (!triggers.some((t) => triggerCovers(t, fields))) continue;
+          notifications.push({
+            webhookId: webhook.id,
+            eventId: event.id,
+            payload: {
+              info: { webhookId: webhook.id, webhookName: webhook.name, portalURL, when: now },
+              events: [
+                {
+                  userId: event.actor_id,
+                  username: event.actor_username,
+                  when: event.occurred,
+                  operation: event.operation,
+                  source: event.source,
+                  id: event.object_id,
+                  properties: JSON.parse(event.properties) as unknown,
+                },
+              ],
+            },
+          });
+        }
+      }
+      await queueNotifications(trx, notifications, now);
+      await markDispatched(trx, events);
+      return events.length;
+    });
+  }
+
+  /** Claims what is due, up to the free slots, and starts sending it. */
+  private async claimAndSend(): Promise<void> {
+    const free = this.maxInFlight - this.inFlightTotal;
+    if (free <= 0) return;
+    const { db } = this.options;
+    const settings = await this.options.settings.deliverySettings();
+    const now = Date.now();
+    const leaseMs = attemptTimeoutMs(settings) + LEASE_MARGIN_MS;
+    const claimed = await db.transaction((trx) =>
+      claimDue(trx, db.engine, {
+        now,
+        leaseMs,
+        max: free,
+        room: (webhookId) => this.perWebhook - (this.inFlight.get(webhookId) ?? 0),
+      }),
+    );
+    for (const c of claimed) {
+      this.inFlight.set(c.webhook.id, (this.inFlight.get(c.webhook.id) ?? 0) + 1);
+      this.inFlightTotal++;
+      void this.attempt(c, settings);
+    }
+    // More may be due than there were slots; each finished attempt wakes the engine again.
+  }
+
+  private async attempt(claimed: Claimed, settings: WebhookSettings): Promise<void> {
+    const { notification, webhook } = claimed;
+    const started = Date.now();
+    const config = JSON.parse(webhook.config) as WebhookConfig;
+    let outcome: Outcome;
+    try {
+      const res = await postSigned(this.options.guard, {
+        url: webhook.payload_url,
+        id: notification.id,
+        body: notification.payload,
+        secret: webhook.secret,
+        sendSecretHeader: config.sendSecretHeader,
+        when: new Date(started),
+        timeoutMs: attemptTimeoutMs(settings),
+        signal: this.abort.signal,
+      });
+      outcome = {
+        claimed,
+        started,
+        durationMs: Date.now() - started,
+        statusCode: res.status,
+        error: "",
+        excerpt: res.excerpt,
+        retryAfterMs: retryAfterMs(res.headers["retry-after"], Date.now()),
+      };
+    } catch (err) {
+      if (this.abort.signal.aborted) {
+        this.handedBack.push(notification.id);
+        this.finished(webhook.id);
+        return;
+      }
+      outcome = {
+        claimed,
+        started,
+        durationMs: Date.now() - started,
+        statusCode: null,
+        error: describeFailure(err),
+        excerpt: "",
+        retryAfterMs: undefined,
+      };
+    }
+    this.outcomes.push(outcome);
+    await this.flush();
+    this.finished(webhook.id);
+  }
+
+  private finished(webhookId: string): void {
+    const left = (this.inFlight.get(webhookId) ?? 1) - 1;
+    if (left === 0) this.inFlight.delete(webhookId);
+    else this.inFlight.set(webhookId, left);
+    this.inFlightTotal--;
+    this.notifyIdle();
+    this.wake();
+  }
+
+  /** Records finished attempts, many per transaction: attempts finish far faster than commits. */
+  private async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    if (this.outcomes.length === 0) return;
+    const batch = this.outcomes.splice(0, this.outcomes.length);
+    this.flushing = this.record(batch)
+      .catch((err: unknown) => {
+        // Unrecorded attempts are made again when their lease runs out.
+        this.options.onError(err, "recording webhook attempts failed");
+      })
+      .finally(() => {
+        this.flushing = undefined;
+      });
+    await this.flushing;
+  }
+
+  private async record(batch: Outcome[]): Promise<void> {
+    const settings = await this.options.settings.deliverySettings();
+    const { db } = this.options;
+    const tally = await db.transaction((trx) => recordOutcomes(trx, db.engine, batch, settings, Date.now()));
+    for (const [outcome, count] of Object.entries(tally)) {
+      this.options.onOutcome?.(outcome as DeliveryOutcome, count);
+    }
+  }
+
+  private notifyIdle(): void {
+    for (const resolve of this.idle) resolve();
+    this.idle.clear();
+  }
+}
+
+function triggersOf(webhook: WebhookRow): Trigger[] {
+  const triggers: Trigger[] = [];
+  for (const uri of JSON.parse(webhook.events) as string[]) {
+    const t = parseTrigger(uri);
+    // Stored URIs were checked when saved; one that no longer parses matches nothing.
+    if (typeof t !== "string") triggers.push(t);
+  }
+  return triggers;
+}
