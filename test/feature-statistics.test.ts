@@ -104,6 +104,44 @@ describe("hosted feature layers: statistics, percentiles and havingClause", () =
     });
   });
 
+  it("orders text by code point and nulls first ascending, last descending, alike on both engines", async () => {
+    const ids = async (params: Record<string, unknown>) =>
+      rows(await query({ outFields: "OBJECTID", returnGeometry: false, ...params })).map((a) => a.OBJECTID);
+    // Names by code point: null, apple (2), date (7), fig (6), kiwi (1), pear (4), plum (5), Äpfel
+    // (3): U+00C4 comes after every ASCII letter.
+    expect(await ids({ orderByFields: "name ASC" })).toEqual([8, 2, 7, 6, 1, 4, 5, 3]);
+    expect(await ids({ orderByFields: "name DESC" })).toEqual([3, 5, 4, 1, 6, 7, 2, 8]);
+    // Units: null (8), 1 (1), 2 (3), 3 (2), 4 (4), 5 (7), 10 (5), 20 (6); paged, so in SQL; the
+    // sixth to eighth of them descending are 3 (2), 1 (1) and null (8).
+    expect(await ids({ orderByFields: "units", resultOffset: 0, resultRecordCount: 3 })).toEqual([8, 1, 3]);
+    expect(await ids({ orderByFields: "units DESC", resultOffset: 5, resultRecordCount: 3 })).toEqual([
+      3, 1, 8,
+    ]);
+    const distinct = await query({
+      outFields: "name",
+      returnDistinctValues: true,
+      returnGeometry: false,
+      orderByFields: "name",
+    });
+    expect(rows(distinct).map((a) => a.name)).toEqual([
+      null,
+      "apple",
+      "date",
+      "fig",
+      "kiwi",
+      "pear",
+      "plum",
+      "Äpfel",
+    ]);
+    // Statistics groups in the same order: price null (4) first.
+    const grouped = await query({
+      groupByFieldsForStatistics: "price",
+      orderByFields: "price DESC",
+      outStatistics: stats([COUNT_UNITS]),
+    });
+    expect(rows(grouped).map((a) => a.price)).toEqual([8, 4, 3, 2.5, 2, 1.5, 0.5, null]);
+  });
+
   it("answers every statistic per group, text minimum and maximum by code point", async () => {
     const answer = await query({
       groupByFieldsForStatistics: "region",

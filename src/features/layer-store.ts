@@ -42,6 +42,22 @@ const id = (name: string) => sql.id(name);
  */
 export const BOUNDS_COLUMNS = ["minx", "miny", "maxx", "maxy"] as const;
 
+/** Field types stored as numbers; every other field (strings, GUIDs, date-only text) is text. */
+const NUMERIC_TYPES: ReadonlySet<string> = new Set([
+  "esriFieldTypeOID",
+  "esriFieldTypeBigInteger",
+  "esriFieldTypeDate",
+  "esriFieldTypeSmallInteger",
+  "esriFieldTypeInteger",
+  "esriFieldTypeSingle",
+  "esriFieldTypeDouble",
+]);
+
+/** Whether the field's column holds text (see `columnType`). */
+export function storedAsText(field: LayerField): boolean {
+  return !NUMERIC_TYPES.has(field.type);
+}
+
 function columnType(engine: Engine, field: LayerField): string {
   const pg = engine === "postgres";
   switch (field.type) {

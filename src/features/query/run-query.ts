@@ -6,6 +6,7 @@ import { prepareFilter } from "../geometry/relate.js";
 import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "../layer-schema.js";
 import { tableName } from "../layer-store.js";
 import type { LayerQuery } from "./layer-query.js";
+import { direction, orderTerm, sortKey } from "./order.js";
 import { statisticsOf as runStatistics } from "./statistics.js";
 import { compileWhere, describeWhereError, type WhereField } from "./where.js";
 
@@ -161,8 +162,8 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
   return s;
 }
 
-function orderBy(query: LayerQuery): string {
-  const parts = query.orderBy.map((o) => `${col(o.field)} ${o.descending ? "DESC" : "ASC"}`);
+function orderBy(engine: Engine, query: LayerQuery): string {
+  const parts = query.orderBy.map((o) => orderTerm(engine, col(o.field), o.field, o.descending));
   // Ties broken by object id: pages never repeat or skip a feature.
   if (!query.orderBy.some((o) => o.field.column === OID_COLUMN)) parts.push(`t.${quote(OID_COLUMN)} ASC`);
   return ` ORDER BY ${parts.join(", ")}`;
@@ -259,7 +260,7 @@ async function eachExactMatch(
     // The FROM/WHERE text was numbered from $1: select lists carry no parameters, so it stays valid.
     s.text += rest.text;
     s.parameters.push(...rest.parameters);
-    s.add(orderBy(query)).add(" LIMIT ").value(BATCH).add(" OFFSET ").value(offset);
+    s.add(orderBy(ctx.engine, query)).add(" LIMIT ").value(BATCH).add(" OFFSET ").value(offset);
     const rows = await rowsOf(ctx, s);
     for (const row of rows) {
       const geometry = readShape(row.shape_, ctx.schema);
@@ -326,7 +327,7 @@ async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
   const f = filtered(ctx, query);
   s.text += f.text;
   s.parameters.push(...f.parameters);
-  s.add(orderBy(query));
+  s.add(orderBy(ctx.engine, query));
   if (query.idsLimit !== undefined) s.add(" LIMIT ").value(query.idsLimit);
   for (const row of await rowsOf(ctx, s)) ids.push(objectIdOf(row, fields));
   return ids;
@@ -397,7 +398,7 @@ async function featuresOf(ctx: QueryContext, query: LayerQuery): Promise<QueryRe
     const f = filtered(ctx, query);
     s.text += f.text;
     s.parameters.push(...f.parameters);
-    s.add(orderBy(query)).add(" LIMIT ").value(wanted).add(" OFFSET ").value(query.offset);
+    s.add(orderBy(ctx.engine, query)).add(" LIMIT ").value(wanted).add(" OFFSET ").value(query.offset);
     rows = (await rowsOf(ctx, s)).map((row) => toFeature(row, fields, ctx.schema, withShape));
   }
   const exceeded = rows.length > query.limit;
@@ -422,14 +423,16 @@ async function distinctOf(ctx: QueryContext, query: LayerQuery): Promise<QueryRe
     });
     values = values.slice(query.offset, query.offset + wanted);
   } else {
-    const columns = fields.map((f, i) => `${col(f)} AS c${i}`).join(", ");
+    // PostgreSQL orders a DISTINCT only by what it selects: the columns are selected as they are
+    // ordered (text by code point), which changes no value.
+    const columns = fields.map((f, i) => `${sortKey(ctx.engine, col(f), f)} AS c${i}`).join(", ");
     const s = new Statement(ctx.engine).add(`SELECT DISTINCT ${columns}`);
     const f = filtered(ctx, query);
     s.text += f.text;
     s.parameters.push(...f.parameters);
     const order = query.orderBy.filter((o) => fields.includes(o.field));
     const orderText = (order.length > 0 ? order : fields.map((field) => ({ field, descending: false })))
-      .map((o) => `${col(o.field)} ${o.descending ? "DESC" : "ASC"}`)
+      .map((o) => `c${fields.indexOf(o.field)} ${direction(o.field, o.descending)}`)
       .join(", ");
     s.add(` ORDER BY ${orderText} LIMIT `).value(wanted).add(" OFFSET ").value(query.offset);
     values = (await rowsOf(ctx, s)).map((row) => toFeature(row, fields, ctx.schema, false).attributes);

@@ -1,7 +1,9 @@
 import type { Engine } from "../../db/database.js";
 import type { LayerField } from "../layer-schema.js";
+import { storedAsText } from "../layer-store.js";
 import type { AggregateType } from "./having.js";
 import type { LayerQuery, Statistic } from "./layer-query.js";
+import { orderTerm } from "./order.js";
 
 /**
  * A statistics query (`outStatistics`, `groupByFieldsForStatistics`, `havingClause`) over the rows
@@ -51,8 +53,6 @@ interface Aggregate {
   field?: LayerField;
 }
 
-const TEXT_TYPES = new Set<string>(["esriFieldTypeString", "esriFieldTypeGUID", "esriFieldTypeGlobalID"]);
-
 /** The select list items that compute `aggregate` as `a<i>…`, read back by `aggregateValue`. */
 function aggregateColumns(source: Columns, aggregate: Aggregate, i: number): string {
   const c = aggregate.field ? source.column(aggregate.field) : "*";
@@ -64,7 +64,7 @@ function aggregateColumns(source: Columns, aggregate: Aggregate, i: number): str
     case "min":
     case "max":
       // PostgreSQL orders text by the database's collation, SQLite by code point: "C" is the latter.
-      return source.engine === "postgres" && aggregate.field && TEXT_TYPES.has(aggregate.field.type)
+      return source.engine === "postgres" && aggregate.field && storedAsText(aggregate.field)
         ? `${aggregate.type}(${c} COLLATE "C") AS a${i}`
         : `${aggregate.type}(${c}) AS a${i}`;
     case "avg":
@@ -145,7 +145,7 @@ export async function statisticsOf<S extends SqlStatement>(
     s.add(` GROUP BY ${groupBy.map((g) => source.column(g)).join(", ")}`);
     const order = query.orderBy.filter((o) => groupBy.includes(o.field));
     const orderText = (order.length > 0 ? order : groupBy.map((field) => ({ field, descending: false })))
-      .map((o) => `${source.column(o.field)} ${o.descending ? "DESC" : "ASC"}`)
+      .map((o) => orderTerm(source.engine, source.column(o.field), o.field, o.descending))
       .join(", ");
     s.add(` ORDER BY ${orderText}`);
   }
