@@ -1,10 +1,11 @@
 /**
  * The physical limit of the features case: the least a server can do to answer an envelope query
  * of the portico layer. It reads the same rows from the same database with the same SQL engine
- * and the same spatial index (the layer's R*Tree on SQLite, opened read-only beside the running
- * portal; its GiST index through a pg pool of portico's size on PostgreSQL), and answers them as
- * JSON built by concatenation, the stored geometry text spliced in as it is. No portico code: no
- * parameter checks, no authentication, no query model, no projection.
+ * and settings and the same spatial index (the layer's R*Tree on SQLite, opened read-only beside
+ * the running portal and memory-mapped as portico maps it; its GiST index through a pg pool of
+ * portico's size on PostgreSQL), and answers them as JSON built by concatenation, the stored
+ * geometry text spliced in as it is. No portico code: no parameter checks, no authentication, no
+ * query model, no projection.
  *
  * `GET /query?bbox=xmin,ymin,xmax,ymax` answers `{"features":[{"attributes":{...},"geometry":{...}}]}`
  * in object id order, at most `LIMIT` features (portico's default maxRecordCount), like portico.
@@ -45,6 +46,9 @@ const COLUMNS = "objectid, f_name, f_pop, f_value, f_date, shape";
 function openRows(): (box: Box) => Promise<Row[]> {
   if (sqliteFile) {
     const db = new SQLite(sqliteFile, { readonly: true, fileMustExist: true });
+    // The setting portico's own connections read with (src/db/database.ts): the limit is the
+    // engine's, not a difference of configuration.
+    db.pragma(`mmap_size = ${256 * 1024 * 1024}`);
     const statement = db.prepare(
       `SELECT ${COLUMNS} FROM "${table}" WHERE objectid IN (SELECT id FROM "${table}_rt"
          WHERE xmax >= ? AND xmin <= ? AND ymax >= ? AND ymin <= ?)

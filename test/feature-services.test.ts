@@ -6,6 +6,7 @@ import {
 import { ArcGISIdentityManager, request } from "@esri/arcgis-rest-request";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { outbox, startTestPortal, type TestPortal } from "./helpers/portico.js";
+import { serviceAccessScenario } from "./helpers/service-access.js";
 
 type User = { username: string; password: string; token: string };
 
@@ -317,6 +318,11 @@ describe("createService and hosted feature services", () => {
       other.token,
     );
     expect(change.error.code).toBe(403);
+  });
+
+  it("applies every change of who may query a layer (sharing, definition, membership, role, deletion) to the very next query", async () => {
+    // One node: the change is committed before its answer, so no waiting is allowed.
+    await serviceAccessScenario(portal, portal, "acc", async () => {});
   });
 
   it("adds layers and tables with addToDefinition, assigning ids after the highest in use, and serves each layer", async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN, engine, newStore, startTestPortal, type TestPortal } from "./helpers/portico.js";
+import { serviceAccessScenario } from "./helpers/service-access.js";
 
 /** Polls `probe` until it returns true; change notifications between nodes arrive asynchronously. */
 async function eventually(probe: () => Promise<boolean>, what: string): Promise<void> {
@@ -52,6 +53,12 @@ if (engine === "postgres")
       await eventually(
         async () => (await b.get("/community/self", {}, member.token)).error?.code === 498,
         "node b refuses the token",
+      );
+    });
+
+    it("applies every change of who may query a hosted layer made on one node on the other, which had the service cached", async () => {
+      await serviceAccessScenario(a, b, "two_node_acc", (what, probe) =>
+        eventually(probe, `node b shows: ${what}`),
       );
     });
 

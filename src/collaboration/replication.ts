@@ -1,5 +1,13 @@
 import { deleteFile, type FileKind, readAll, writeFile } from "../content/file-store.js";
-import { deleteItem, findItem, insertItem, replaceTags, updateItem } from "../content/item.repository.js";
+import {
+  deleteItem,
+  findItem,
+  insertItem,
+  replaceTags,
+  shareItem,
+  unshareItem,
+  updateItem,
+} from "../content/item.repository.js";
 import type { Db, Queryable } from "../db/database.js";
 import { recordEvent } from "../events/outbox.js";
 import { findGroup } from "../groups/group.repository.js";
@@ -297,14 +305,7 @@ async function applyOne(
     { source: "item", operation: action === "created" ? "add" : "update", objectId: itemId, actor },
     now,
   );
-  const inGroup = await trx
-    .selectFrom("item_shares")
-    .select("item_id")
-    .where("item_id", "=", itemId)
-    .where("group_id", "=", target.groupId)
-    .executeTakeFirst();
-  if (!inGroup) {
-    await trx.insertInto("item_shares").values({ item_id: itemId, group_id: target.groupId }).execute();
+  if (await shareItem(trx, itemId, target.groupId)) {
     await recordEvent(trx, {
       source: "group",
       operation: "share",
@@ -375,12 +376,7 @@ async function unshareFrom(
   groupId: string,
   actor: { id: string; username: string },
 ) {
-  const r = await trx
-    .deleteFrom("item_shares")
-    .where("item_id", "=", itemId)
-    .where("group_id", "=", groupId)
-    .executeTakeFirst();
-  if (Number(r.numDeletedRows) === 0) return;
+  if (!(await unshareItem(trx, itemId, groupId))) return;
   const still = await trx
     .selectFrom("item_shares")
     .select("group_id")

@@ -1,4 +1,5 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
+import { noteChange } from "../db/change-feed.js";
 import type { Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
 import { dropServiceStorage } from "../features/layer-store.js";
@@ -30,7 +31,9 @@ export async function insertItem(
 /** The columns the full-text index of search is made from (migration 0009). */
 const WORD_COLUMNS = ["title", "description", "snippet", "tags"] as const;
 
+/** Any column may decide who sees the item (owner, access) or be shown by a cache: `content` notes it. */
 export async function updateItem(q: Queryable, id: string, patch: Updateable<ItemTable>): Promise<void> {
+  noteChange(q, `content:${id}`);
   await q.updateTable("items").set(patch).where("id", "=", id).execute();
   if (WORD_COLUMNS.some((c) => patch[c] !== undefined)) await refreshItemWords(q, id);
 }
@@ -55,9 +58,32 @@ export async function replaceTags(q: Queryable, itemId: string, tags: readonly s
 }
 
 export async function deleteItem(q: Queryable, id: string): Promise<void> {
+  noteChange(q, `content:${id}`);
   // A hosted service's data is in tables of its own, which no foreign key can remove.
   await dropServiceStorage(q, id);
   await q.deleteFrom("items").where("id", "=", id).execute();
+}
+
+/** Shares the item with a group; false when it already was (a concurrent share is not an error). */
+export async function shareItem(q: Queryable, itemId: string, groupId: string): Promise<boolean> {
+  noteChange(q, `content:${itemId}`);
+  const inserted = await q
+    .insertInto("item_shares")
+    .values({ item_id: itemId, group_id: groupId })
+    .onConflict((oc) => oc.columns(["item_id", "group_id"]).doNothing())
+    .executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** Stops sharing the item with a group; false when it was not shared with it. */
+export async function unshareItem(q: Queryable, itemId: string, groupId: string): Promise<boolean> {
+  noteChange(q, `content:${itemId}`);
+  const r = await q
+    .deleteFrom("item_shares")
+    .where("item_id", "=", itemId)
+    .where("group_id", "=", groupId)
+    .executeTakeFirst();
+  return Number(r.numDeletedRows) > 0;
 }
 
 export function sharedGroupIds(q: Queryable, itemId: string): Promise<string[]> {

@@ -7,6 +7,7 @@ import {
   requireMayManageAccountOf,
   requirePrivilege,
 } from "../auth/caller.js";
+import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
@@ -78,14 +79,29 @@ export interface ItemFields {
  * Items and folders (`wire.md` §6): each change writes its webhook event in the same transaction.
  */
 export class ItemService {
+  /**
+   * The groups of each signed-in caller, which every read of shared content needs: a membership
+   * change (`members`, noted by the group repository in the change's transaction) drops the
+   * user's entry on every node.
+   */
+  private readonly memberships: FeedCache<string, { userId: string; groupIds: ReadonlySet<string> }>;
+
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
-  ) {}
+  ) {
+    this.memberships = new FeedCache(db.feed, ["members"], (entry) => entry.userId);
+  }
 
   async viewer(caller: Caller | null): Promise<Viewer> {
     const org = await this.portal.get();
-    return viewerOf(this.db.kysely, caller, org.settings.access === "public");
+    const orgIsPublic = org.settings.access === "public";
+    if (!caller) return { caller, groupIds: new Set(), orgIsPublic };
+    const entry = await this.memberships.get(caller.userId, async () => {
+      const viewer = await viewerOf(this.db.kysely, caller, orgIsPublic);
+      return { userId: caller.userId, groupIds: viewer.groupIds };
+    });
+    return { caller, groupIds: entry?.groupIds ?? new Set(), orgIsPublic };
   }
 
   /** The item, if the caller may see it (see `visible`). */

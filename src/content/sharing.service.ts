@@ -5,7 +5,7 @@ import type { Database } from "../db/schema.js";
 import { errors, PorticoError } from "../errors.js";
 import { type ChangeEvent, recordEvent } from "../events/outbox.js";
 import type { PortalService } from "../portal/portal.service.js";
-import { type ItemRow, updateItem } from "./item.repository.js";
+import { type ItemRow, shareItem, unshareItem, updateItem } from "./item.repository.js";
 import type { ItemService } from "./item.service.js";
 
 type Trx = Transaction<Database>;
@@ -149,12 +149,7 @@ export class SharingService {
       }
       // Already shared, or shared by a concurrent request a moment ago: nothing to do, and no
       // event. (A read-then-insert would race on PostgreSQL, where the loser hits the primary key.)
-      const inserted = await trx
-        .insertInto("item_shares")
-        .values({ item_id: item.id, group_id: groupId })
-        .onConflict((oc) => oc.columns(["item_id", "group_id"]).doNothing())
-        .executeTakeFirst();
-      if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 0) continue;
+      if (!(await shareItem(trx, item.id, groupId))) continue;
       sharedTo.push(groupId);
       await recordEvent(
         trx,
@@ -186,12 +181,7 @@ export class SharingService {
     const notUnsharedFrom: string[] = [];
     const removed: string[] = [];
     for (const groupId of new Set(groups)) {
-      const r = await trx
-        .deleteFrom("item_shares")
-        .where("item_id", "=", item.id)
-        .where("group_id", "=", groupId)
-        .executeTakeFirst();
-      if (Number(r.numDeletedRows) === 0) {
+      if (!(await unshareItem(trx, item.id, groupId))) {
         notUnsharedFrom.push(groupId);
         continue;
       }

@@ -8,10 +8,15 @@ import type { Queryable } from "./database.js";
  * - `org`: the organization and its settings;
  * - `auth`: token holders, their privileges and their own user resource;
  * - `events`: the outbox received events, so content, groups or users changed (search totals go
- *   stale) and the webhook dispatcher has work. `recordEvent` notes it; nobody declares it by hand.
+ *   stale) and the webhook dispatcher has work. `recordEvent` notes it; nobody declares it by hand;
+ * - `content`: who may see an item: its row (owner, access), its sharing, its hosted service's
+ *   definition. The subject is the item id; none when many items changed at once. The
+ *   repositories that write those rows note it, so no caller can forget it;
+ * - `members`: group memberships. The subject is the user id; none when a whole group went.
+ *   Noted by the repositories too.
  */
-export type Topic = "org" | "auth" | "events";
-const TOPICS: readonly Topic[] = ["org", "auth", "events"];
+export type Topic = "org" | "auth" | "events" | "content" | "members";
+const TOPICS: readonly Topic[] = ["org", "auth", "events", "content", "members"];
 
 /**
  * A change: a whole topic (`auth`), or one subject within it (`auth:<userId>`), so caches can
@@ -35,6 +40,8 @@ const noted = new WeakMap<Queryable, Set<Change>>();
  * (`recordEvent`); `Db.transaction` announces it with the changes its caller declared.
  */
 export function noteChange(trx: Queryable, change: Change): void {
+  // Outside a transaction nobody would ever take the note: the change would reach no cache.
+  if (!trx.isTransaction) throw new Error(`noteChange(${change}) outside a transaction`);
   let set = noted.get(trx);
   if (!set) {
     set = new Set();

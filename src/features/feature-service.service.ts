@@ -1,10 +1,12 @@
 import { sql } from "kysely";
 import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
-import { unseen } from "../content/access.js";
-import { findItem, updateItem } from "../content/item.repository.js";
+import { canViewItem, unseen } from "../content/access.js";
+import { findItem, sharedGroupIds, updateItem } from "../content/item.repository.js";
 import type { ItemService } from "../content/item.service.js";
+import { FeedCache } from "../db/cache.js";
+import { noteChange } from "../db/change-feed.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newGlobalId } from "./edits/values.js";
 import { completedDefinition, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
@@ -126,6 +128,29 @@ function stored(row: ServiceRow): StoredService {
   };
 }
 
+/**
+ * What deciding whether a caller sees a service takes, besides the caller: the service, its
+ * item's owner and access, and the groups the item is shared with. Frozen: it is shared by
+ * every request until the item changes.
+ */
+interface ServiceEntry {
+  row: ServiceRow;
+  service: StoredService;
+  item: { owner_id: string; owner: string; access: string };
+  shared: readonly string[];
+}
+
+/** Services whose entry is cached; a definition can be large, so fewer than the cache's default. */
+const SERVICE_CACHE_LIMIT = 1_000;
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === "object" && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
 function findService(q: Queryable, name: string): Promise<ServiceRow | undefined> {
   return q
     .selectFrom("feature_services")
@@ -140,10 +165,21 @@ function findService(q: Queryable, name: string): Promise<ServiceRow | undefined
  * is for the owner and administrators.
  */
 export class FeatureServiceService {
+  /**
+   * Services by name, for `open`, which every feature request goes through: without it a query
+   * reads the service row, the item and its sharing before its own rows. Every change of those
+   * notes `content:<itemId>` in its transaction (the item repository's writes, a definition
+   * change here), which drops the entry on this node after the commit and on the others when
+   * PostgreSQL delivers the notification; while a node cannot hear them, the cache reads through.
+   */
+  private readonly entries: FeedCache<string, ServiceEntry>;
+
   constructor(
     private readonly db: Db,
     private readonly items: ItemService,
-  ) {}
+  ) {
+    this.entries = new FeedCache(db.feed, ["content"], (entry) => entry.row.item_id, SERVICE_CACHE_LIMIT);
+  }
 
   async create(
     caller: Caller | null,
@@ -441,18 +477,27 @@ export class FeatureServiceService {
     caller: Caller | null,
     name: string,
   ): Promise<{ row: ServiceRow; service: StoredService; owner: { id: string; username: string } }> {
-    const row = await findService(this.db.kysely, name);
-    if (!row) throw unseen(caller, () => errors.serviceNotFound(name));
-    try {
-      const { row: item } = await this.items.visible(caller, row.item_id);
-      return { row, service: stored(row), owner: { id: item.owner_id, username: item.owner } };
-    } catch (err) {
-      // The item's own answer names the item; the service's must be the one of a missing service.
-      if (err instanceof PorticoError && (err.code === 400 || err.code === 499)) {
-        throw unseen(caller, () => errors.serviceNotFound(name));
-      }
-      throw err;
+    const entry = await this.entries.get(name.toLowerCase(), () => this.load(name));
+    // A hidden service answers as a missing one, whatever the item's own answer would say.
+    if (!entry || !canViewItem(await this.items.viewer(caller), entry.item, entry.shared)) {
+      throw unseen(caller, () => errors.serviceNotFound(name));
     }
+    const { row, service, item } = entry;
+    return { row, service, owner: { id: item.owner_id, username: item.owner } };
+  }
+
+  private async load(name: string): Promise<ServiceEntry | undefined> {
+    const row = await findService(this.db.kysely, name);
+    if (!row) return undefined;
+    const item = await findItem(this.db.kysely, row.item_id);
+    if (!item) return undefined;
+    const shared = await sharedGroupIds(this.db.kysely, row.item_id);
+    return deepFreeze({
+      row,
+      service: stored(row),
+      item: { owner_id: item.owner_id, owner: item.owner, access: item.access },
+      shared,
+    });
   }
 
   /**
@@ -470,6 +515,8 @@ export class FeatureServiceService {
     if (caller === null) throw errors.tokenRequired();
     const { item_id: itemId } = await this.visible(caller, name);
     return this.db.transaction(async (trx) => {
+      // updateItem below notes it too; the definition is what this change is about.
+      noteChange(trx, `content:${itemId}`);
       const now = Date.now();
       // Touching the row first takes its lock on PostgreSQL, so the read below sees any
       // concurrent change to the definition committed and none is lost; SQLite writes one at a time.

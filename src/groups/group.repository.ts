@@ -1,5 +1,6 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
 import type { ItemRow } from "../content/item.repository.js";
+import { noteChange } from "../db/change-feed.js";
 import type { Queryable } from "../db/database.js";
 import type { GroupInvitationTable, GroupMemberTable, GroupTable } from "../db/schema.js";
 
@@ -25,6 +26,9 @@ export async function updateGroup(q: Queryable, id: string, patch: Updateable<Gr
  * that were `shared` only with this group are left shared with nobody, so they become `private`.
  */
 export async function deleteGroup(q: Queryable, id: string): Promise<void> {
+  // Its members' groups and the sharing (and access) of its items change, all at once.
+  noteChange(q, "members");
+  noteChange(q, "content");
   const shared = await q.selectFrom("item_shares").select("item_id").where("group_id", "=", id).execute();
   await q.deleteFrom("groups").where("id", "=", id).execute();
   const itemIds = shared.map((r) => r.item_id);
@@ -57,6 +61,7 @@ export function listMembers(q: Queryable, groupId: string): Promise<MemberRow[]>
 
 /** Adds a membership; false when the user already was a member (a concurrent add is not an error). */
 export async function insertMember(q: Queryable, row: MemberRow): Promise<boolean> {
+  noteChange(q, `members:${row.user_id}`);
   const result = await q
     .insertInto("group_members")
     .values(row)
@@ -66,6 +71,7 @@ export async function insertMember(q: Queryable, row: MemberRow): Promise<boolea
 }
 
 export async function deleteMember(q: Queryable, groupId: string, userId: string): Promise<void> {
+  noteChange(q, `members:${userId}`);
   await q.deleteFrom("group_members").where("group_id", "=", groupId).where("user_id", "=", userId).execute();
 }
 

@@ -1,4 +1,5 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
+import { noteChange } from "../db/change-feed.js";
 import type { Engine, Queryable } from "../db/database.js";
 import type { UserTable } from "../db/schema.js";
 
@@ -20,7 +21,10 @@ export async function updateUser(q: Queryable, id: string, patch: Updateable<Use
   await q.updateTable("users").set(patch).where("id", "=", id).execute();
 }
 
+/** Memberships and owned content go with the user (foreign keys cascade). */
 export async function deleteUser(q: Queryable, id: string): Promise<void> {
+  noteChange(q, `members:${id}`);
+  noteChange(q, "content");
   await q.deleteFrom("users").where("id", "=", id).execute();
 }
 

@@ -640,6 +640,50 @@ describe("encodeQueryPbf, features", () => {
   });
 });
 
+describe("encodeQueryPbf, size", () => {
+  it("spends on a feature only the bytes Esri's proto requires (68 for a point with five attributes)", () => {
+    const fields: PbfFeaturesAnswer["fields"] = [
+      { name: "OBJECTID", type: "esriFieldTypeOID" },
+      { name: "name", type: "esriFieldTypeString" },
+      { name: "pop", type: "esriFieldTypeInteger" },
+      { name: "value", type: "esriFieldTypeDouble" },
+      { name: "date", type: "esriFieldTypeDate" },
+    ];
+    const point = (objectId: number): PbfFeature => ({
+      attributes: {
+        OBJECTID: objectId,
+        name: "North Mill 123",
+        pop: 123456,
+        value: 123.4567,
+        date: 1234567890000,
+      },
+      geometry: { type: "esriGeometryPoint", hasZ: false, hasM: false, x: 12.345678, y: 45.123456 },
+    });
+    const points = (n: number) =>
+      answer({
+        geometryType: "esriGeometryPoint",
+        spatialReference: { wkid: 4326 },
+        coordinateSystem: { geographic: true },
+        fields,
+        features: Array.from({ length: n }, (_, i) => point(150_000 + i)),
+      });
+    // By hand, from the proto: a Value is its tag and length in the feature, then its member's
+    // tag and payload (3 bytes + payload). OBJECTID uint 150000: 3 bytes; the name: a length byte
+    // and 14 bytes; pop sint 123456 (zigzag 246912 < 2^21): 3; the double: 8; the date sint64
+    // (zigzag 2469135780000 < 2^42): 6. Attributes: 6 + 18 + 6 + 11 + 9 = 50. The geometry on
+    // WGS 84's default grid (1e-9 from -400, upper left): x' = 412345678000 and y' = -445123456000,
+    // zigzagged below 2^40, 6 bytes each, in coords (tag, length) in Geometry (tag, length): 16.
+    // The feature's own tag and length: 2. Total 68, where its JSON takes about 150.
+    const one = encodeQueryPbf(points(1)).byteLength;
+    expect(encodeQueryPbf(points(2)).byteLength - one).toBe(68);
+    expect(encodeQueryPbf(points(101)).byteLength - one).toBe(100 * 68);
+    const decoded = pbfToArcGIS(bytesOf(points(2))) as any;
+    expect(decoded.features[1].attributes).toEqual({ ...point(150_001).attributes });
+    expect(decoded.features[1].geometry.x).toBeCloseTo(12.345678, 9);
+    expect(decoded.features[1].geometry.y).toBeCloseTo(45.123456, 9);
+  });
+});
+
 describe("encodeQueryPbf, count and ids", () => {
   it("answers a count", () => {
     expect(decode(bytesOf({ kind: "count", count: 1234567 })).queryResult.countResult).toEqual({
