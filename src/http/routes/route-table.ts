@@ -1,6 +1,6 @@
 import { apiRoot, type RouteDef } from "../pipeline.js";
 import { allRoutes } from "./index.js";
-import { routeFileOf } from "./route-files.js";
+import { ROUTE_FILE_PREFIXES, routeFileOf } from "./route-files.js";
 
 /** Where `npm run routes:doc` writes the table, from the repository's root. */
 export const ROUTE_TABLE_PATH = "docs/routes.md";
@@ -35,6 +35,17 @@ export function routeRows(routes: readonly RouteDef[] = allRoutes): RouteRow[] {
   return rows.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : a.name < b.name ? -1 : 1));
 }
 
+/**
+ * A Markdown table with its columns padded to their widest cell, as the formatter (Biome) writes
+ * tables: the generated file then passes the lint unchanged.
+ */
+function markdownTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]?.length ?? 0)));
+  const line = (cells: readonly string[]) =>
+    `| ${cells.map((cell, i) => cell.padEnd(widths[i] ?? 0)).join(" | ")} |`;
+  return [line(header), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)];
+}
+
 /** docs/routes.md: the route table as Markdown. */
 export function routeTableMarkdown(routes: readonly RouteDef[] = allRoutes): string {
   const privilege = (r: RouteRow) =>
@@ -46,15 +57,36 @@ export function routeTableMarkdown(routes: readonly RouteDef[] = allRoutes): str
     "",
     "<!-- Written by `npm run routes:doc` from `allRoutes` (src/http/routes/route-table.ts); do not edit. -->",
     "",
-    "Every address the server answers, below its context path (`PORTICO_CONTEXT_PATH`), with the file",
-    "of `src/http/routes/` that declares it. The file follows from the URL by the rule in the README",
-    "(Layout) and `routeFileOf` (src/http/routes/route-files.ts). Auth: `none` reads no credentials,",
+    "## The rule",
+    "",
+    "The file of `src/http/routes/` that declares an endpoint: below its API root, the longest of these",
+    "prefixes that matches the URL's path names the file. A prefix is whole segments; a `:name` segment",
+    "stands for any one segment. The empty prefix of a root takes what no longer one does.",
+    "",
+    ...markdownTable(
+      ["API root", "Prefix", "File"],
+      ROUTE_FILE_PREFIXES.map((r) => [
+        `\`${apiRoot(r.root, "")}\``,
+        r.prefix === "" ? "(empty)" : `\`${r.prefix}\``,
+        r.file,
+      ]),
+    ),
+    "",
+    "## Every address",
+    "",
+    "Below the server's context path (`PORTICO_CONTEXT_PATH`). Auth: `none` reads no credentials,",
     "`optional` serves anonymous callers, `required` refuses them.",
     "",
-    "| Path | Methods | Name | Auth | Privilege | File |",
-    "| --- | --- | --- | --- | --- | --- |",
-    ...routeRows(routes).map(
-      (r) => `| \`${r.path}\` | ${r.methods} | \`${r.name}\` | ${r.auth} | ${privilege(r)} | ${r.file} |`,
+    ...markdownTable(
+      ["Path", "Methods", "Name", "Auth", "Privilege", "File"],
+      routeRows(routes).map((r) => [
+        `\`${r.path}\``,
+        r.methods,
+        `\`${r.name}\``,
+        r.auth,
+        privilege(r),
+        r.file,
+      ]),
     ),
     "",
   ];
