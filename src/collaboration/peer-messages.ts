@@ -66,7 +66,7 @@ const PACKAGE = {
     "thumbnail",
   ],
 };
-/** Matches the bounds of a workspace's `config` parameter (`collaboration.routes.ts`). */
+/** Matches the bounds of a workspace's `config` parameter (`portals-collaborations.routes.ts`). */
 const WORKSPACE_CONFIG = {
   type: "object",
   properties: {

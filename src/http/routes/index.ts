@@ -1,27 +1,45 @@
 import type { RouteDef } from "../pipeline.js";
-import { authRoutes } from "./auth.routes.js";
-import { collaborationRoutes } from "./collaboration.routes.js";
-import { contentRoutes } from "./content.routes.js";
-import { featureAttachmentRoutes } from "./feature-attachments.routes.js";
-import { featureServerRoutes } from "./feature-server.routes.js";
-import { groupRoutes } from "./group.routes.js";
-import { portalRoutes } from "./portal.routes.js";
-import { roleRoutes } from "./role.routes.js";
+import { communityGroupsRoutes } from "./community-groups.routes.js";
+import { communityUsersRoutes } from "./community-users.routes.js";
+import { contentGroupsRoutes } from "./content-groups.routes.js";
+import { contentItemsRoutes } from "./content-items.routes.js";
+import { contentUsersRoutes } from "./content-users.routes.js";
+import { oauth2Routes } from "./oauth2.routes.js";
+import { portaladminRoutes } from "./portaladmin.routes.js";
+import { portalsRoutes } from "./portals.routes.js";
+import { portalsCollaborationsRoutes } from "./portals-collaborations.routes.js";
+import { portalsRolesRoutes } from "./portals-roles.routes.js";
+import { portalsWebhooksRoutes } from "./portals-webhooks.routes.js";
+import { porticoRoutes } from "./portico.routes.js";
+import { restRoutes } from "./rest.routes.js";
+import { restAdminServicesRoutes } from "./rest-admin-services.routes.js";
+import { restServicesRoutes } from "./rest-services.routes.js";
+import { restServicesAttachmentsRoutes } from "./rest-services-attachments.routes.js";
 import { searchRoutes } from "./search.routes.js";
-import { userRoutes } from "./user.routes.js";
-import { webhookRoutes } from "./webhook.routes.js";
+import { sharingRoutes } from "./sharing.routes.js";
 
-/** Every endpoint, grouped by area; the file name follows the first segment of the URL. */
+/**
+ * Every endpoint, one file per area of the URL: `routeFileOf` (route-files.ts) names the file of
+ * any URL, and docs/routes.md lists every route with its file. Fastify routes by the URL alone
+ * (static segments before parameters), so the order here changes nothing.
+ */
 export const allRoutes = [
-  ...authRoutes,
-  ...portalRoutes,
-  ...roleRoutes,
-  ...userRoutes,
-  ...contentRoutes,
+  ...sharingRoutes,
+  ...oauth2Routes,
   ...searchRoutes,
-  ...groupRoutes,
-  ...featureServerRoutes,
-  ...featureAttachmentRoutes,
-  ...webhookRoutes,
-  ...collaborationRoutes,
+  ...communityGroupsRoutes,
+  ...communityUsersRoutes,
+  ...contentItemsRoutes,
+  ...contentUsersRoutes,
+  ...contentGroupsRoutes,
+  ...portalsRoutes,
+  ...portalsRolesRoutes,
+  ...portalsWebhooksRoutes,
+  ...portalsCollaborationsRoutes,
+  ...porticoRoutes,
+  ...restRoutes,
+  ...restServicesRoutes,
+  ...restServicesAttachmentsRoutes,
+  ...restAdminServicesRoutes,
+  ...portaladminRoutes,
 ] satisfies readonly RouteDef[];

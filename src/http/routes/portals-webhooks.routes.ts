@@ -38,7 +38,7 @@ const webhookParams = {
   events: p.list({ maxItems: 100, item: { maxLength: 300 } }),
 };
 
-export const webhookRoutes = [
+export const portalsWebhooksRoutes = [
   defineRoute({
     name: "webhooks.list",
     methods: ["GET", "POST"],

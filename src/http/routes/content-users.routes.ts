@@ -1,11 +1,16 @@
-import { servedType } from "../../content/file-types.js";
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { errors } from "../../errors.js";
+import {
+  type CreateParameters,
+  checkCreateParameters,
+  createParametersSchema,
+} from "../../features/service-definition.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { NUL_REASON, p } from "../../validation/params.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
-import { RawBody } from "../render.js";
+import { servicesBase } from "../urls.js";
+import { DEFINITION_BODY_LIMIT } from "./shared.js";
 
 /** The item's editable fields, shared by addItem and update; `text` is the data as a form value. */
 const itemParams = {
@@ -92,41 +97,11 @@ const itemList = p.list({
   item: { pattern: /^[A-Za-z0-9]{1,64}$/, patternReason: "is not an item id" },
 });
 
-export const contentRoutes = [
-  defineRoute({
-    name: "items.get",
-    methods: ["GET", "POST"],
-    path: "/content/items/:itemId",
-    auth: "optional",
-    params: {},
-    handler: async ({ path, caller, services }) => services.items.get(caller, path.itemId),
-  }),
-  defineRoute({
-    name: "items.data",
-    methods: ["GET", "POST"],
-    path: "/content/items/:itemId/data",
-    auth: "optional",
-    params: {},
-    handler: async ({ path, caller, services }) => {
-      const file = await services.items.data(caller, path.itemId);
-      // ArcGIS answers an empty JSON object for an item without data.
-      if (!file) return {};
-      // Shown inline only when no browser would run it (file-types.ts); streamed from its chunks.
-      const served = servedType(file.contentType);
-      return new RawBody(served.contentType, file, file.filename, served.disposition);
-    },
-  }),
-  defineRoute({
-    name: "items.thumbnail",
-    methods: ["GET"],
-    path: "/content/items/:itemId/info/thumbnail/:name",
-    auth: "optional",
-    params: {},
-    handler: async ({ path, caller, services }) => {
-      const file = await services.items.thumbnail(caller, path.itemId);
-      return new RawBody(file.contentType, file, file.filename);
-    },
-  }),
+/**
+ * A user's content, `/content/users/<u>[/<folder>]`: listing, adding, the operations on an owned
+ * item (`items/<id>/<op>`), sharing, folders and createService.
+ */
+export const contentUsersRoutes = [
   defineRoute({
     name: "content.user",
     methods: ["GET", "POST"],
@@ -299,38 +274,46 @@ export const contentRoutes = [
       services.items.deleteFolder(caller, path.username, path.folderId),
   }),
   defineRoute({
-    name: "comments.add",
+    name: "content.createService",
     methods: ["POST"],
-    path: "/content/items/:itemId/addComment",
+    path: ["/content/users/:username/createService", "/content/users/:username/:folderId/createService"],
     auth: "required",
-    params: { comment: p.string({ required: true, maxLength: 2048 }) },
-    handler: async ({ params, path, caller, services }) =>
-      services.comments.add(caller, path.itemId, params.comment),
-  }),
-  defineRoute({
-    name: "comments.list",
-    methods: ["GET", "POST"],
-    path: "/content/items/:itemId/comments",
-    auth: "optional",
-    params: {},
-    handler: async ({ path, caller, services }) => services.comments.list(caller, path.itemId),
-  }),
-  defineRoute({
-    name: "comments.update",
-    methods: ["POST"],
-    path: "/content/items/:itemId/comments/:commentId/update",
-    auth: "required",
-    params: { comment: p.string({ required: true, maxLength: 2048 }) },
-    handler: async ({ params, path, caller, services }) =>
-      services.comments.update(caller, path.itemId, path.commentId, params.comment),
-  }),
-  defineRoute({
-    name: "comments.delete",
-    methods: ["POST"],
-    path: "/content/items/:itemId/comments/:commentId/delete",
-    auth: "required",
-    params: {},
-    handler: async ({ path, caller, services }) =>
-      services.comments.delete(caller, path.itemId, path.commentId),
+    privilege: "portal:publisher:publishFeatures",
+    bodyLimit: DEFINITION_BODY_LIMIT,
+    params: {
+      createParameters: p.json<CreateParameters, true>(createParametersSchema, {
+        required: true,
+        check: checkCreateParameters,
+      }),
+      outputType: p.string({ required: true, enum: ["featureService"], caseInsensitive: true }),
+      isView: p.boolean(),
+      overwrite: p.boolean(),
+      description: p.string({ maxLength: 32000 }),
+      tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
+      snippet: p.string({ maxLength: 2048 }),
+    },
+    check(params) {
+      if (params.isView) {
+        throw errors.invalidParameter(
+          "isView",
+          "cannot be true: a location-tracking view needs a location-tracking service, and none exists",
+        );
+      }
+      if (params.overwrite) {
+        throw errors.invalidParameter(
+          "overwrite",
+          "is not supported: delete the existing service, then create it again",
+        );
+      }
+    },
+    handler: async ({ params, path, caller, services, apiBase }) => {
+      return services.featureServices.create(caller, path.username, path.folderId, {
+        createParameters: params.createParameters,
+        description: params.description,
+        tags: params.tags,
+        snippet: params.snippet,
+        servicesBase: servicesBase(apiBase),
+      });
+    },
   }),
 ];

@@ -4,7 +4,7 @@ import { defineRoute } from "../pipeline.js";
 
 const roleBase = "/portals/:portalId/roles/:roleId";
 
-export const roleRoutes = [
+export const portalsRolesRoutes = [
   defineRoute({
     name: "roles.list",
     methods: ["GET", "POST"],

@@ -4,7 +4,8 @@ import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
 import { owningSystemUrl } from "../urls.js";
 
-export const authRoutes = [
+/** The API root itself and its single-segment resources: `/`, `/info`, `/generateToken`. */
+export const sharingRoutes = [
   defineRoute({
     name: "root",
     methods: ["GET", "POST"],
@@ -75,20 +76,6 @@ export const authRoutes = [
         requestIp,
         newPassword: params.newPassword,
       });
-    },
-  }),
-  defineRoute({
-    name: "oauth2.revokeToken",
-    methods: ["POST"],
-    path: "/oauth2/revokeToken",
-    auth: "none",
-    params: { auth_token: p.string(), token: p.string() },
-    // arcgis-rest-js sends the token to end as `auth_token`; plain scripts send `token`.
-    handler: async ({ params, services }) => {
-      const token = params.auth_token ?? params.token;
-      if (token === undefined) throw errors.missingParameter("auth_token");
-      await services.auth.revoke(token);
-      return { success: true };
     },
   }),
 ];

@@ -1,39 +1,13 @@
 import { errors } from "../../errors.js";
 import type { LayerEditResults } from "../../features/edits/apply-edits.js";
-import {
-  type AddToDefinition,
-  addToDefinitionSchema,
-  type CreateParameters,
-  checkCreateParameters,
-  checkLayerUpdateDefinition,
-  checkUpdateDefinition,
-  createParametersSchema,
-  type DeleteFromDefinition,
-  deleteFromDefinitionSchema,
-  type LayerAddToDefinition,
-  type LayerDeleteFromDefinition,
-  type LayerUpdateDefinition,
-  layerAddToDefinitionSchema,
-  layerDeleteFromDefinitionSchema,
-  layerUpdateDefinitionSchema,
-  SERVER_VERSION,
-  type ServiceProperties,
-  updateDefinitionSchema,
-} from "../../features/service-definition.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
-import { owningSystemUrl, servicesBase } from "../urls.js";
 
 /**
- * createService on the portal, and the hosted feature services it creates: the service and layer
- * resources, their admin operations, and the server's `/rest/info` that Esri's clients ask before
- * exchanging a portal token for a server token.
+ * Hosted feature services, `/rest/services/<name>/FeatureServer`: the service, its layers and
+ * features, queries and edits. Their attachments are in rest-services-attachments.routes.ts, their
+ * admin operations in rest-admin-services.routes.ts, createService with the owner's content.
  */
-/**
- * Service definitions (layers with their fields, renderers and symbols, whose pictures travel
- * base64-encoded) run to megabytes; the operations that take one accept this much.
- */
-const DEFINITION_BODY_LIMIT = 16 * 1024 * 1024;
 
 /** A query's geometry can be a detailed polygon (250,000 vertices is about 8 MB of JSON). */
 const QUERY_BODY_LIMIT = 10 * 1024 * 1024;
@@ -97,63 +71,7 @@ function onePart(
 const layerPath = <const Op extends string>(op: Op) =>
   `/services/:name/FeatureServer/:layerId/${op}` as const;
 
-export const featureServerRoutes = [
-  defineRoute({
-    name: "content.createService",
-    methods: ["POST"],
-    path: ["/content/users/:username/createService", "/content/users/:username/:folderId/createService"],
-    auth: "required",
-    privilege: "portal:publisher:publishFeatures",
-    bodyLimit: DEFINITION_BODY_LIMIT,
-    params: {
-      createParameters: p.json<CreateParameters, true>(createParametersSchema, {
-        required: true,
-        check: checkCreateParameters,
-      }),
-      outputType: p.string({ required: true, enum: ["featureService"], caseInsensitive: true }),
-      isView: p.boolean(),
-      overwrite: p.boolean(),
-      description: p.string({ maxLength: 32000 }),
-      tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
-      snippet: p.string({ maxLength: 2048 }),
-    },
-    check(params) {
-      if (params.isView) {
-        throw errors.invalidParameter(
-          "isView",
-          "cannot be true: a location-tracking view needs a location-tracking service, and none exists",
-        );
-      }
-      if (params.overwrite) {
-        throw errors.invalidParameter(
-          "overwrite",
-          "is not supported: delete the existing service, then create it again",
-        );
-      }
-    },
-    handler: async ({ params, path, caller, services, apiBase }) => {
-      return services.featureServices.create(caller, path.username, path.folderId, {
-        createParameters: params.createParameters,
-        description: params.description,
-        tags: params.tags,
-        snippet: params.snippet,
-        servicesBase: servicesBase(apiBase),
-      });
-    },
-  }),
-  defineRoute({
-    name: "server.info",
-    methods: ["GET", "POST"],
-    path: "/info",
-    root: "server",
-    auth: "none",
-    params: {},
-    handler: async ({ apiBase }) => ({
-      currentVersion: SERVER_VERSION,
-      owningSystemUrl: owningSystemUrl(apiBase),
-      authInfo: { isTokenBasedSecurity: true, tokenServicesUrl: `${apiBase}/generateToken` },
-    }),
-  }),
+export const restServicesRoutes = [
   defineRoute({
     name: "featureServer.service",
     methods: ["GET", "POST"],
@@ -172,102 +90,6 @@ export const featureServerRoutes = [
     params: {},
     handler: async ({ path, caller, services }) =>
       services.featureData.layerResource(caller, path.name, path.layerId),
-  }),
-  defineRoute({
-    name: "featureServer.addToDefinition",
-    methods: ["POST"],
-    path: "/admin/services/:name/FeatureServer/addToDefinition",
-    root: "server",
-    auth: "required",
-    bodyLimit: DEFINITION_BODY_LIMIT,
-    params: {
-      addToDefinition: p.json<AddToDefinition, true>(addToDefinitionSchema, { required: true }),
-    },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.addToDefinition(caller, path.name, params.addToDefinition),
-  }),
-  defineRoute({
-    name: "featureServer.updateDefinition",
-    methods: ["POST"],
-    path: "/admin/services/:name/FeatureServer/updateDefinition",
-    root: "server",
-    auth: "required",
-    bodyLimit: DEFINITION_BODY_LIMIT,
-    params: {
-      updateDefinition: p.json<ServiceProperties, true>(updateDefinitionSchema, {
-        required: true,
-        check: checkUpdateDefinition,
-      }),
-    },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.updateDefinition(caller, path.name, params.updateDefinition),
-  }),
-  defineRoute({
-    name: "featureServer.deleteFromDefinition",
-    methods: ["POST"],
-    path: "/admin/services/:name/FeatureServer/deleteFromDefinition",
-    root: "server",
-    auth: "required",
-    params: {
-      deleteFromDefinition: p.json<DeleteFromDefinition, true>(deleteFromDefinitionSchema, {
-        required: true,
-      }),
-    },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.deleteFromDefinition(caller, path.name, params.deleteFromDefinition),
-  }),
-  defineRoute({
-    name: "featureServer.layerAddToDefinition",
-    methods: ["POST"],
-    path: "/admin/services/:name/FeatureServer/:layerId/addToDefinition",
-    root: "server",
-    auth: "required",
-    bodyLimit: DEFINITION_BODY_LIMIT,
-    params: {
-      addToDefinition: p.json<LayerAddToDefinition, true>(layerAddToDefinitionSchema, { required: true }),
-    },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.addLayerFields(caller, path.name, path.layerId, params.addToDefinition),
-  }),
-  defineRoute({
-    name: "featureServer.layerUpdateDefinition",
-    methods: ["POST"],
-    path: "/admin/services/:name/FeatureServer/:layerId/updateDefinition",
-    root: "server",
-    auth: "required",
-    bodyLimit: DEFINITION_BODY_LIMIT,
-    params: {
-      updateDefinition: p.json<LayerUpdateDefinition, true>(layerUpdateDefinitionSchema, {
-        required: true,
-        check: checkLayerUpdateDefinition,
-      }),
-    },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.updateLayerDefinition(
-        caller,
-        path.name,
-        path.layerId,
-        params.updateDefinition,
-      ),
-  }),
-  defineRoute({
-    name: "featureServer.layerDeleteFromDefinition",
-    methods: ["POST"],
-    path: "/admin/services/:name/FeatureServer/:layerId/deleteFromDefinition",
-    root: "server",
-    auth: "required",
-    params: {
-      deleteFromDefinition: p.json<LayerDeleteFromDefinition, true>(layerDeleteFromDefinitionSchema, {
-        required: true,
-      }),
-    },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.deleteLayerFields(
-        caller,
-        path.name,
-        path.layerId,
-        params.deleteFromDefinition,
-      ),
   }),
   defineRoute({
     name: "featureServer.layers",

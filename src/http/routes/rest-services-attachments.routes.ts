@@ -58,7 +58,7 @@ function attachmentOf(
   return { filename: file.filename, contentType: file.contentType, path: file.path };
 }
 
-export const featureAttachmentRoutes = [
+export const restServicesAttachmentsRoutes = [
   defineRoute({
     name: "featureServer.attachments",
     methods: ["GET", "POST"],

@@ -1,20 +1,9 @@
-import { errors } from "../../errors.js";
-import { USERNAME_PATTERN } from "../../users/username.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
+import { email, password, personName } from "./shared.js";
 
-const username = (required: true) =>
-  p.string({
-    required,
-    pattern: USERNAME_PATTERN,
-    patternReason: "must be 6 to 128 letters, digits or . _ - @, starting with a letter or digit",
-  });
-const password = () => p.string({ minLength: 8, maxLength: 1024 });
-const email = () =>
-  p.string({ maxLength: 254, pattern: /^[^\s@]+@[^\s@]+$/, patternReason: "must be an e-mail address" });
-const personName = () => p.string({ maxLength: 128 });
-
-export const userRoutes = [
+/** Users (`/community/users/<u>`, `/community/self`) and the group invitations they answer. */
+export const communityUsersRoutes = [
   defineRoute({
     name: "community.self",
     methods: ["GET", "POST"],
@@ -110,45 +99,29 @@ export const userRoutes = [
     },
   }),
   defineRoute({
-    name: "portaladmin.createUser",
-    methods: ["POST"],
-    path: "/security/users/createUser",
-    root: "portaladmin",
+    name: "users.invitations",
+    methods: ["GET", "POST"],
+    path: "/community/users/:username/invitations",
     auth: "required",
-    privilege: "portal:admin:inviteUsers",
-    params: {
-      username: username(true),
-      password: { ...password(), required: true as const },
-      firstname: { ...personName(), required: true as const },
-      lastname: { ...personName(), required: true as const },
-      fullname: p.string({ maxLength: 256 }),
-      email: { ...email(), required: true as const },
-      role: p.string({ maxLength: 128 }),
-      description: p.string({ maxLength: 32000 }),
-      userLicenseTypeId: p.string({ maxLength: 64 }),
-      provider: p.string({ enum: ["arcgis", "enterprise"] }),
-    },
-    check(params) {
-      if (params.provider === "enterprise") {
-        throw errors.invalidParameter(
-          "provider",
-          "must be arcgis: enterprise identity providers are not configured",
-        );
-      }
-    },
-    handler: async ({ params, caller, services }) => {
-      const user = await services.users.create(caller, {
-        username: params.username,
-        password: params.password,
-        firstName: params.firstname,
-        lastName: params.lastname,
-        fullName: params.fullname,
-        email: params.email,
-        role: params.role,
-        description: params.description,
-        userLicenseTypeId: params.userLicenseTypeId,
-      });
-      return { status: "success", success: true, username: user.username, id: user.id };
-    },
+    params: {},
+    handler: async ({ path, caller, services }) => services.groups.invitations(caller, path.username),
+  }),
+  defineRoute({
+    name: "users.invitations.accept",
+    methods: ["POST"],
+    path: "/community/users/:username/invitations/:invitationId/accept",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.acceptInvitation(caller, path.username, path.invitationId),
+  }),
+  defineRoute({
+    name: "users.invitations.decline",
+    methods: ["POST"],
+    path: "/community/users/:username/invitations/:invitationId/decline",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.declineInvitation(caller, path.username, path.invitationId),
   }),
 ];

@@ -32,7 +32,7 @@ const securityPolicySpecs = Object.fromEntries([
   ...LOCKOUT_RULES.map((rule) => [rule, p.integer(LOCKOUT_RULE_RANGES[rule])]),
 ]) as Record<keyof PasswordPolicy | keyof LockoutPolicy, ParamSpec<number, false>>;
 
-export const portalRoutes = [
+export const portalsRoutes = [
   defineRoute({
     name: "portals.get",
     methods: ["GET", "POST"],

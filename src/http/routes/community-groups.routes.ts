@@ -1,7 +1,8 @@
 import type { GroupFields } from "../../groups/group.service.js";
-import { pageOf, pagingParams } from "../../validation/paging.js";
+import { GROUP_SORT_FIELDS } from "../../search/search.service.js";
 import { type ParamValues, p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
+import { searchParams, searchRequest } from "./shared.js";
 
 const groupBase = "/community/groups/:groupId";
 
@@ -38,7 +39,18 @@ function groupFields(params: ParamValues<typeof groupParams>): GroupFields {
   };
 }
 
-export const groupRoutes = [
+/** Groups, `/community/groups/<id>` and `/community/createGroup`; `/community/groups` searches them. */
+export const communityGroupsRoutes = [
+  // Searches answer anonymous callers too: what they see is narrowed, not refused.
+  defineRoute({
+    name: "search.groups",
+    methods: ["GET", "POST"],
+    path: "/community/groups",
+    auth: "optional",
+    params: searchParams(GROUP_SORT_FIELDS),
+    handler: async ({ params, caller, services }) =>
+      services.search.searchGroups(caller, searchRequest(params)),
+  }),
   defineRoute({
     name: "groups.create",
     methods: ["POST"],
@@ -149,40 +161,5 @@ export const groupRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) => services.groups.members(caller, path.groupId),
-  }),
-  defineRoute({
-    name: "groups.content",
-    methods: ["GET", "POST"],
-    path: "/content/groups/:groupId",
-    auth: "optional",
-    params: pagingParams,
-    handler: async ({ params, path, caller, services }) =>
-      services.groups.content(caller, path.groupId, pageOf(params)),
-  }),
-  defineRoute({
-    name: "users.invitations",
-    methods: ["GET", "POST"],
-    path: "/community/users/:username/invitations",
-    auth: "required",
-    params: {},
-    handler: async ({ path, caller, services }) => services.groups.invitations(caller, path.username),
-  }),
-  defineRoute({
-    name: "users.invitations.accept",
-    methods: ["POST"],
-    path: "/community/users/:username/invitations/:invitationId/accept",
-    auth: "required",
-    params: {},
-    handler: async ({ path, caller, services }) =>
-      services.groups.acceptInvitation(caller, path.username, path.invitationId),
-  }),
-  defineRoute({
-    name: "users.invitations.decline",
-    methods: ["POST"],
-    path: "/community/users/:username/invitations/:invitationId/decline",
-    auth: "required",
-    params: {},
-    handler: async ({ path, caller, services }) =>
-      services.groups.declineInvitation(caller, path.username, path.invitationId),
   }),
 ];
