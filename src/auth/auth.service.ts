@@ -116,7 +116,6 @@ export class AuthService {
     // says nothing about which usernames exist. The attempt is counted before any hashing, in one
     // statement: a check made first and a count made after the hash would let a burst of parallel
     // guesses all pass the check. A locked name, or one whose run is full, costs no hashing.
-    const usernameKey = request.username.toLowerCase();
     const ruleAt = (now: number) => ({
       windowStart: now - lockoutPolicy.failedAttemptsWindowInMinutes * 60_000,
       maxAttempts: lockoutPolicy.maxFailedAttempts,
@@ -124,10 +123,10 @@ export class AuthService {
     });
     const reservedAt = Date.now();
     const run = await this.db.transaction((trx) =>
-      reserveSignInAttempt(trx, usernameKey, reservedAt, ruleAt(reservedAt)),
+      reserveSignInAttempt(trx, request.username, reservedAt, ruleAt(reservedAt)),
     );
     if (run === undefined) {
-      const failures = await findSignInFailures(this.db.kysely, usernameKey);
+      const failures = await findSignInFailures(this.db.kysely, request.username);
       const now = Date.now();
       const until =
         failures && failures.locked_until > now ? Number(failures.locked_until) : ruleAt(now).lockUntil;
@@ -145,14 +144,14 @@ export class AuthService {
       if (!user || !valid) {
         failed = true;
         const now = Date.now();
-        await this.db.transaction((trx) => recordFailedAttempt(trx, usernameKey, run, now, ruleAt(now)));
+        await this.db.transaction((trx) => recordFailedAttempt(trx, request.username, run, now, ruleAt(now)));
         throw errors.badCredentials();
       }
-      return await this.issue(request, org, user, usernameKey, bound);
+      return await this.issue(request, org, user, bound);
     } catch (err) {
       // The attempt was not a wrong password (the hashing queue was full, the account is disabled,
       // the new password was refused, the name was locked meanwhile): it does not count.
-      if (!failed) await this.db.transaction((trx) => releaseSignInAttempt(trx, usernameKey, run));
+      if (!failed) await this.db.transaction((trx) => releaseSignInAttempt(trx, request.username, run));
       throw err;
     }
   }
@@ -162,7 +161,6 @@ export class AuthService {
     request: TokenRequest,
     org: Organization,
     user: UserRow,
-    usernameKey: string,
     bound: string,
   ): Promise<IssuedToken> {
     const { passwordPolicy } = org.securityPolicy;
@@ -187,7 +185,7 @@ export class AuthService {
         // The right password was given: the failures before it no longer count, unless they
         // locked the name (then the right password says nothing more than a wrong one).
         const now = Date.now();
-        const locked = await this.db.transaction((trx) => endSignInFailures(trx, usernameKey, now));
+        const locked = await this.db.transaction((trx) => endSignInFailures(trx, request.username, now));
         if (locked !== undefined) throw lockedUntil(locked, now);
         throw errors.passwordExpired();
       }
@@ -208,7 +206,7 @@ export class AuthService {
         // Checked in the transaction that issues the token: a lock set by attempts still being
         // checked when this one was admitted (or by a burst of more than the policy allows)
         // refuses the right password too, and nothing is written.
-        const locked = await endSignInFailures(trx, usernameKey, now);
+        const locked = await endSignInFailures(trx, request.username, now);
         if (locked !== undefined) throw lockedUntil(locked, now);
         // A new password ends the account's other sessions, as a change through `update` does.
         if (newHash !== undefined) {

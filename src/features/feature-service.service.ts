@@ -7,6 +7,7 @@ import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import { errors, PorticoError } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newGlobalId } from "./edits/values.js";
+import { findService, insertService, type ServiceRow } from "./feature-service.repository.js";
 import { completedDefinition, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
 import {
   addFieldColumns,
@@ -108,15 +109,6 @@ export interface CreateServiceResult {
   snippet: string;
 }
 
-export interface ServiceRow {
-  item_id: string;
-  name: string;
-  definition: string;
-  layers: string;
-  tables: string;
-  modified: number;
-}
-
 function stored(row: ServiceRow): StoredService {
   return {
     name: row.name,
@@ -124,14 +116,6 @@ function stored(row: ServiceRow): StoredService {
     layers: JSON.parse(row.layers) as LayerDefinition[],
     tables: JSON.parse(row.tables) as LayerDefinition[],
   };
-}
-
-function findService(q: Queryable, name: string): Promise<ServiceRow | undefined> {
-  return q
-    .selectFrom("feature_services")
-    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
-    .where("name_key", "=", name.toLowerCase())
-    .executeTakeFirst();
 }
 
 /**
@@ -176,20 +160,16 @@ export class FeatureServiceService {
           url: serviceurl,
         });
         const now = Date.now();
-        await trx
-          .insertInto("feature_services")
-          .values({
-            item_id: item.id,
-            name,
-            name_key: name.toLowerCase(),
-            definition: JSON.stringify(definition),
-            layers: "[]",
-            tables: "[]",
-            is_view: 0,
-            created: now,
-            modified: now,
-          })
-          .execute();
+        await insertService(trx, {
+          item_id: item.id,
+          name,
+          definition: JSON.stringify(definition),
+          layers: "[]",
+          tables: "[]",
+          is_view: 0,
+          created: now,
+          modified: now,
+        });
         await recordEvent(
           trx,
           { source: "item", operation: "publish", objectId: item.id, actor: actorOf(caller) },

@@ -29,6 +29,7 @@ import {
   listInvitationsOfUser,
   listMembers,
   type MemberType,
+  type NewGroup,
   setMemberType,
   updateGroup,
 } from "./group.repository.js";
@@ -76,12 +77,11 @@ export class GroupService {
     const access = fields.access ?? "private";
     await this.checkAccess(caller, access);
     const now = Date.now();
-    const row: GroupRow = {
+    const row: NewGroup = {
       id: newId(),
       owner_id: caller.userId,
       owner: caller.username,
       title: fields.title,
-      title_key: fields.title.toLowerCase(),
       description: fields.description ?? "",
       snippet: fields.snippet ?? "",
       tags: JSON.stringify(fields.tags ?? []),
@@ -134,9 +134,7 @@ export class GroupService {
         }
         const clears = (name: string) => cleared.includes(name);
         await updateGroup(trx, id, {
-          ...(fields.title !== undefined
-            ? { title: fields.title, title_key: fields.title.toLowerCase() }
-            : {}),
+          ...(fields.title !== undefined ? { title: fields.title } : {}),
           ...(fields.access !== undefined ? { access: fields.access } : {}),
           ...(fields.description !== undefined || clears("description")
             ? { description: fields.description ?? "" }
@@ -575,7 +573,7 @@ function unique(usernames: readonly string[]): string[] {
 /** The ArcGIS group resource; `userMembership` is left out for anonymous callers. */
 /** The ArcGIS group resource; `userMembership` only when the caller is known. */
 export function groupJson(
-  row: GroupRow,
+  row: Omit<GroupRow, "title_key">,
   orgId: string,
   membership: { username: string; memberType: MemberType | "none" } | null,
 ): Record<string, unknown> {

@@ -8,12 +8,23 @@ export function findRole(q: Queryable, id: string): Promise<RoleRow | undefined>
   return q.selectFrom("roles").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-export async function insertRole(q: Queryable, row: Insertable<RoleTable>): Promise<void> {
-  await q.insertInto("roles").values(row).execute();
+/** `name_key` is the lower-case name (role names are unique regardless of case): derived here only. */
+export type NewRole = Omit<Insertable<RoleTable>, "name_key">;
+export type RoleChanges = Omit<Updateable<RoleTable>, "name_key">;
+
+export async function insertRole(q: Queryable, row: NewRole): Promise<void> {
+  await q
+    .insertInto("roles")
+    .values({ ...row, name_key: row.name.toLowerCase() })
+    .execute();
 }
 
-export async function updateRole(q: Queryable, id: string, patch: Updateable<RoleTable>): Promise<void> {
-  await q.updateTable("roles").set(patch).where("id", "=", id).execute();
+export async function updateRole(q: Queryable, id: string, patch: RoleChanges): Promise<void> {
+  await q
+    .updateTable("roles")
+    .set({ ...patch, ...(patch.name !== undefined ? { name_key: patch.name.toLowerCase() } : {}) })
+    .where("id", "=", id)
+    .execute();
 }
 
 export async function deleteRole(q: Queryable, id: string): Promise<void> {

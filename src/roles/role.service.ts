@@ -55,7 +55,6 @@ export class RoleService {
         await insertRole(trx, {
           id,
           name: input.name,
-          name_key: input.name.toLowerCase(),
           description: input.description,
           privileges: "[]",
           created: now,
@@ -88,7 +87,7 @@ export class RoleService {
         const row = await findRole(trx, id);
         if (!row) throw errors.roleNotFound(id);
         await updateRole(trx, id, {
-          ...(changes.name !== undefined ? { name: changes.name, name_key: changes.name.toLowerCase() } : {}),
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
           ...(changes.description !== undefined ? { description: changes.description } : {}),
           modified: now,
         });

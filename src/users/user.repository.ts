@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from "kysely";
+import type { Selectable, Updateable } from "kysely";
 import type { Engine, Queryable } from "../db/database.js";
 import type { UserTable } from "../db/schema.js";
 
@@ -12,12 +12,26 @@ export function findUser(q: Queryable, username: string): Promise<UserRow | unde
     .executeTakeFirst();
 }
 
-export async function insertUser(q: Queryable, row: Insertable<UserTable>): Promise<void> {
-  await q.insertInto("users").values(row).execute();
+/** `username_key` is the lower-case username (usernames are unique regardless of case): derived here only. */
+export type NewUserRow = Omit<UserRow, "username_key">;
+export type UserChanges = Omit<Updateable<UserTable>, "username_key">;
+
+/** Writes a new user; answers the row as stored. */
+export async function insertUser(q: Queryable, row: NewUserRow): Promise<UserRow> {
+  const stored = { ...row, username_key: row.username.toLowerCase() };
+  await q.insertInto("users").values(stored).execute();
+  return stored;
 }
 
-export async function updateUser(q: Queryable, id: string, patch: Updateable<UserTable>): Promise<void> {
-  await q.updateTable("users").set(patch).where("id", "=", id).execute();
+export async function updateUser(q: Queryable, id: string, patch: UserChanges): Promise<void> {
+  await q
+    .updateTable("users")
+    .set({
+      ...patch,
+      ...(patch.username !== undefined ? { username_key: patch.username.toLowerCase() } : {}),
+    })
+    .where("id", "=", id)
+    .execute();
 }
 
 export async function deleteUser(q: Queryable, id: string): Promise<void> {
