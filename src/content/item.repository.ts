@@ -165,18 +165,3 @@ export async function listOwnItems(
     .execute();
   return { total: Number(total.n), rows };
 }
-
-/** Whether a user owns anything that would be orphaned by deleting the account. */
-export async function ownsContent(q: Queryable, userId: string): Promise<{ items: number; groups: number }> {
-  const items = await q
-    .selectFrom("items")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("owner_id", "=", userId)
-    .executeTakeFirstOrThrow();
-  const groups = await q
-    .selectFrom("groups")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("owner_id", "=", userId)
-    .executeTakeFirstOrThrow();
-  return { items: Number(items.n), groups: Number(groups.n) };
-}

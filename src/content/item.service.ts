@@ -6,6 +6,7 @@ import {
   isCaller,
   requireMayManageAccountOf,
   requirePrivilege,
+  unseen,
 } from "../auth/caller.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -15,7 +16,7 @@ import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
-import { canViewItem, unseen, type Viewer, viewerOf } from "./access.js";
+import { canViewItem, type Viewer, viewerOf } from "./access.js";
 import {
   type FileSource,
   findFile,

@@ -1,6 +1,5 @@
 import { sql } from "kysely";
-import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
-import { unseen } from "../content/access.js";
+import { actorOf, type Caller, isCaller, requirePrivilege, unseen } from "../auth/caller.js";
 import { findItem, updateItem } from "../content/item.repository.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";

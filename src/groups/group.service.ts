@@ -1,6 +1,7 @@
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
-import { canViewGroup, unseen } from "../content/access.js";
+import { actorOf, type Caller, isCaller, requirePrivilege, unseen } from "../auth/caller.js";
+import type { Privilege } from "../auth/privileges.js";
+import { canViewGroup } from "../content/access.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -8,7 +9,6 @@ import { errors } from "../errors.js";
 import { type ChangeEvent, recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
-import type { Privilege } from "../roles/privileges.js";
 import { findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import {

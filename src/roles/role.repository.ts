@@ -49,3 +49,21 @@ export async function listRoles(
     .execute();
   return { total: Number(totalRow.n), rows };
 }
+
+/**
+ * The users holding a custom role. Their `role` column is derived from the role's privileges (the
+ * built-in role it extends), so this repository keeps it in step when the privileges change.
+ */
+export async function countUsersWithRole(q: Queryable, roleId: string): Promise<number> {
+  const row = await q
+    .selectFrom("users")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("role_id", "=", roleId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** Re-derives `role` of every user holding a custom role whose privileges changed. */
+export async function setBaseRoleForRoleHolders(q: Queryable, roleId: string, role: string, now: number) {
+  await q.updateTable("users").set({ role, modified: now }).where("role_id", "=", roleId).execute();
+}

@@ -50,20 +50,6 @@ export async function countFullAdministrators(q: Queryable): Promise<number> {
   return Number(row.n);
 }
 
-export async function countUsersWithRole(q: Queryable, roleId: string): Promise<number> {
-  const row = await q
-    .selectFrom("users")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("role_id", "=", roleId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-/** Re-derives `role` of every user holding a custom role whose privileges changed. */
-export async function setBaseRoleForRoleHolders(q: Queryable, roleId: string, role: string, now: number) {
-  await q.updateTable("users").set({ role, modified: now }).where("role_id", "=", roleId).execute();
-}
-
 export const USER_SORT_FIELDS = {
   username: "username_key",
   fullname: "full_name",
@@ -132,4 +118,19 @@ export function findUserForUpdate(
 /** An enabled user with the default administrator role: the kind the organization must keep one of. */
 export function isEnabledFullAdministrator(row: UserRow): boolean {
   return row.role === "org_admin" && row.role_id === null && row.disabled === 0;
+}
+
+/** Whether a user owns anything that would be orphaned by deleting the account. */
+export async function ownsContent(q: Queryable, userId: string): Promise<{ items: number; groups: number }> {
+  const items = await q
+    .selectFrom("items")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner_id", "=", userId)
+    .executeTakeFirstOrThrow();
+  const groups = await q
+    .selectFrom("groups")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner_id", "=", userId)
+    .executeTakeFirstOrThrow();
+  return { items: Number(items.n), groups: Number(groups.n) };
 }

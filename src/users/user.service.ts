@@ -7,14 +7,14 @@ import {
   requireMayGrant,
   requireMayManageAccountOf,
   requirePrivilege,
+  unseen,
 } from "../auth/caller.js";
 import type { PasswordHasher } from "../auth/password.js";
 import { hashNewPassword } from "../auth/password-change.js";
+import { BUILT_IN_PRIVILEGES, type BuiltInRole, baseRoleOf, isBuiltInRole } from "../auth/privileges.js";
 import { type LockoutPolicy, lockoutStatus } from "../auth/security-policy.js";
 import { clearSignInFailures, findSignInFailuresOf, recordPassword } from "../auth/sign-in.repository.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
-import { unseen } from "../content/access.js";
-import { ownsContent } from "../content/item.repository.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -23,7 +23,6 @@ import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import { lockOrganization } from "../portal/org.repository.js";
 import type { PortalService } from "../portal/portal.service.js";
-import { BUILT_IN_PRIVILEGES, type BuiltInRole, baseRoleOf, isBuiltInRole } from "../roles/privileges.js";
 import { findRole } from "../roles/role.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import {
@@ -36,6 +35,7 @@ import {
   isEnabledFullAdministrator,
   listUsers,
   type NewUserRow,
+  ownsContent,
   type USER_SORT_FIELDS,
   type UserRow,
   updateUser,
