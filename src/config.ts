@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import ipaddr from "ipaddr.js";
-import { USERNAME_PATTERN } from "./users/username.js";
+import { USERNAME_PATTERN } from "./auth/username.js";
 
 /**
  * Operator settings. This module is the only place that reads `process.env`; everything else

@@ -19,6 +19,7 @@ import type { OutboundGuard } from "./outbound/guard.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
+import { findUser, updateUser } from "./users/user.repository.js";
 import { UserService } from "./users/user.service.js";
 import { payloadUrlCheck } from "./webhooks/attempt.js";
 import { WebhookService } from "./webhooks/webhook.service.js";
@@ -68,7 +69,7 @@ export interface ServiceOptions {
 }
 
 export function createServices(db: Db, options: ServiceOptions): Services {
-  const portal = new PortalService(db);
+  const portal = new PortalService(db, { findUser });
   // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
   const hasher = new PasswordHasher(options.hashing);
   const items = new ItemService(db, portal);
@@ -79,7 +80,22 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   return {
     db,
     portal,
-    auth: new AuthService(db, portal, hasher),
+    auth: new AuthService(
+      db,
+      {
+        signInSettings: async () => {
+          const org = await portal.get();
+          return {
+            securityPolicy: org.securityPolicy,
+            maxTokenMinutes: PortalService.maxTokenMinutes(org.settings),
+            allSSL: org.settings.allSSL === true,
+          };
+        },
+        findAccount: findUser,
+        recordSignIn: updateUser,
+      },
+      hasher,
+    ),
     users: new UserService(db, portal, hasher),
     roles: new RoleService(db),
     items,

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { insertItem } from "../src/content/item.repository.js";
+import { insertGroup } from "../src/groups/group.repository.js";
 import { newId } from "../src/ids.js";
 import { startTestPortal, type TestPortal } from "./helpers/portico.js";
 
@@ -51,12 +52,9 @@ describe("a search of 64 OR-ed words over 3,000 items with long descriptions", (
             id,
             owner_id: admin.id,
             owner: admin.username,
-            owner_key: admin.username.toLowerCase(),
             folder_id: null,
             title: where === 0 && word ? `Item ${i} ${word}` : `Item ${i}`,
-            title_key: `item ${i}`,
             type: "Web Map",
-            type_key: "web map",
             type_keywords: "[]",
             description: where === 1 && word ? `${LONG_TEXT} ${word.toUpperCase()}.` : LONG_TEXT,
             snippet: where === 2 && word ? `(${word})` : "",
@@ -134,27 +132,23 @@ describe("a search that runs past PORTICO_SEARCH_TIMEOUT_MS", () => {
     const now = Date.now();
     await db.transaction(async (trx) => {
       for (let i = 0; i < GROUPS; i++) {
-        await trx
-          .insertInto("groups")
-          .values({
-            id: newId(),
-            owner_id: admin.id,
-            owner: admin.username,
-            title: `Group ${i}`,
-            title_key: `group ${i}`,
-            description: LONG_TEXT,
-            snippet: "",
-            tags: "[]",
-            access: "org",
-            is_invitation_only: 0,
-            is_view_only: 0,
-            protected: 0,
-            sort_field: "title",
-            sort_order: "asc",
-            created: now,
-            modified: now,
-          })
-          .execute();
+        await insertGroup(trx, {
+          id: newId(),
+          owner_id: admin.id,
+          owner: admin.username,
+          title: `Group ${i}`,
+          description: LONG_TEXT,
+          snippet: "",
+          tags: "[]",
+          access: "org",
+          is_invitation_only: 0,
+          is_view_only: 0,
+          protected: 0,
+          sort_field: "title",
+          sort_order: "asc",
+          created: now,
+          modified: now,
+        });
       }
     });
   }, 300_000);
@@ -225,12 +219,9 @@ describe("phrases of common words over items that hold those words hundreds of t
             id,
             owner_id: admin.id,
             owner: admin.username,
-            owner_key: admin.username.toLowerCase(),
             folder_id: null,
             title: `Item ${i}`,
-            title_key: `item ${i}`,
             type: "Web Map",
-            type_key: "web map",
             type_keywords: "[]",
             description: i % 1000 === 0 ? FORWARD : REVERSED,
             snippet: "",

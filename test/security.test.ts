@@ -1,13 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ALL_PRIVILEGES, baseRoleOf, PUBLISHER_PRIVILEGES, USER_PRIVILEGES } from "../src/auth/privileges.js";
 import type { RouteDef } from "../src/http/pipeline.js";
 import { allRoutes } from "../src/http/routes/index.js";
 import { newId } from "../src/ids.js";
-import {
-  ALL_PRIVILEGES,
-  baseRoleOf,
-  PUBLISHER_PRIVILEGES,
-  USER_PRIVILEGES,
-} from "../src/roles/privileges.js";
 import { collaborate, type Linked, PEER_ENV, self } from "./helpers/collaboration.js";
 import { ADMIN, form, startTestPortal, type TestPortal } from "./helpers/portico.js";
 import { type Receiver, startReceiver } from "./helpers/receiver.js";

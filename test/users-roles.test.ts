@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "../src/roles/privileges.js";
+import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "../src/auth/privileges.js";
 import { ADMIN, outbox, startTestPortal, type TestPortal } from "./helpers/portico.js";
 
 const createUserPath = (portal: TestPortal) =>

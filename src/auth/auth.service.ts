@@ -1,14 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { FeedCache } from "../db/cache.js";
-import type { Db } from "../db/database.js";
+import type { Db, Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
-import { type Organization, PortalService } from "../portal/portal.service.js";
-import { findUser, type UserRow, updateUser } from "../users/user.repository.js";
 import { type Caller, makeCaller } from "./caller.js";
 import { dummyPasswordHash, needsRehash, type PasswordHasher } from "./password.js";
 import { hashNewPassword } from "./password-change.js";
-import { LOCKOUT_RULE_RANGES, passwordExpiresAt } from "./security-policy.js";
+import { LOCKOUT_RULE_RANGES, passwordExpiresAt, type SecurityPolicy } from "./security-policy.js";
 import {
   deleteStaleSignInFailures,
   endSignInFailures,
@@ -57,6 +55,40 @@ export interface IssuedToken {
   ssl: boolean;
 }
 
+/** What signing in reads of the organization, as it is now. */
+export interface SignInSettings {
+  securityPolicy: SecurityPolicy;
+  /** The longest lifetime a token may be given (the organization's maximum, or the default). */
+  maxTokenMinutes: number;
+  /** Whether the organization asks clients to use HTTPS (`allSSL`): said with each token. */
+  allSSL: boolean;
+}
+
+/** The columns of an account that signing in reads. */
+export interface SignInAccount {
+  id: string;
+  username: string;
+  password_hash: string;
+  disabled: number;
+  created: number;
+}
+
+/**
+ * What the authentication service needs of the organization and of the user accounts, handed to
+ * it at construction: the portal and users build on authentication, so it imports neither.
+ */
+export interface AuthDependencies {
+  signInSettings(): Promise<SignInSettings>;
+  /** The account of a username in any case, if there is one. */
+  findAccount(q: Queryable, username: string): Promise<SignInAccount | undefined>;
+  /** Records a sign-in on the account: when, and a new or upgraded password hash. */
+  recordSignIn(
+    q: Queryable,
+    userId: string,
+    change: { last_login: number; password_hash?: string; modified?: number },
+  ): Promise<void>;
+}
+
 interface TokenHolder {
   caller: Caller;
   expires: number;
@@ -102,7 +134,7 @@ export class AuthService {
 
   constructor(
     private readonly db: Db,
-    private readonly portal: PortalService,
+    private readonly deps: AuthDependencies,
     private readonly hasher: PasswordHasher,
   ) {
     this.holders = new FeedCache(db.feed, ["auth"], (holder) => holder.caller.userId);
@@ -110,13 +142,12 @@ export class AuthService {
 
   async generateToken(request: TokenRequest): Promise<IssuedToken> {
     const bound = boundTo(request);
-    const org = await this.portal.get();
+    const org = await this.deps.signInSettings();
     const { lockoutPolicy } = org.securityPolicy;
     // Failures are counted by name, whether an account has it or not, so that a locked answer
     // says nothing about which usernames exist. The attempt is counted before any hashing, in one
     // statement: a check made first and a count made after the hash would let a burst of parallel
     // guesses all pass the check. A locked name, or one whose run is full, costs no hashing.
-    const usernameKey = request.username.toLowerCase();
     const ruleAt = (now: number) => ({
       windowStart: now - lockoutPolicy.failedAttemptsWindowInMinutes * 60_000,
       maxAttempts: lockoutPolicy.maxFailedAttempts,
@@ -124,10 +155,10 @@ export class AuthService {
     });
     const reservedAt = Date.now();
     const run = await this.db.transaction((trx) =>
-      reserveSignInAttempt(trx, usernameKey, reservedAt, ruleAt(reservedAt)),
+      reserveSignInAttempt(trx, request.username, reservedAt, ruleAt(reservedAt)),
     );
     if (run === undefined) {
-      const failures = await findSignInFailures(this.db.kysely, usernameKey);
+      const failures = await findSignInFailures(this.db.kysely, request.username);
       const now = Date.now();
       const until =
         failures && failures.locked_until > now ? Number(failures.locked_until) : ruleAt(now).lockUntil;
@@ -135,7 +166,7 @@ export class AuthService {
     }
     let failed = false;
     try {
-      const user = await findUser(this.db.kysely, request.username);
+      const user = await this.deps.findAccount(this.db.kysely, request.username);
       // Verify against a dummy hash for unknown users so both failures take the same time.
       const valid = await this.hasher.verify(
         request.password,
@@ -145,14 +176,14 @@ export class AuthService {
       if (!user || !valid) {
         failed = true;
         const now = Date.now();
-        await this.db.transaction((trx) => recordFailedAttempt(trx, usernameKey, run, now, ruleAt(now)));
+        await this.db.transaction((trx) => recordFailedAttempt(trx, request.username, run, now, ruleAt(now)));
         throw errors.badCredentials();
       }
-      return await this.issue(request, org, user, usernameKey, bound);
+      return await this.issue(request, org, user, bound);
     } catch (err) {
       // The attempt was not a wrong password (the hashing queue was full, the account is disabled,
       // the new password was refused, the name was locked meanwhile): it does not count.
-      if (!failed) await this.db.transaction((trx) => releaseSignInAttempt(trx, usernameKey, run));
+      if (!failed) await this.db.transaction((trx) => releaseSignInAttempt(trx, request.username, run));
       throw err;
     }
   }
@@ -160,9 +191,8 @@ export class AuthService {
   /** The right password was given: the new password, expiry and lock checks, then the token. */
   private async issue(
     request: TokenRequest,
-    org: Organization,
-    user: UserRow,
-    usernameKey: string,
+    org: SignInSettings,
+    user: SignInAccount,
     bound: string,
   ): Promise<IssuedToken> {
     const { passwordPolicy } = org.securityPolicy;
@@ -187,14 +217,13 @@ export class AuthService {
         // The right password was given: the failures before it no longer count, unless they
         // locked the name (then the right password says nothing more than a wrong one).
         const now = Date.now();
-        const locked = await this.db.transaction((trx) => endSignInFailures(trx, usernameKey, now));
+        const locked = await this.db.transaction((trx) => endSignInFailures(trx, request.username, now));
         if (locked !== undefined) throw lockedUntil(locked, now);
         throw errors.passwordExpired();
       }
     }
 
-    const maxMinutes = PortalService.maxTokenMinutes(org.settings);
-    const minutes = Math.min(request.expiration ?? DEFAULT_TOKEN_MINUTES, maxMinutes);
+    const minutes = Math.min(request.expiration ?? DEFAULT_TOKEN_MINUTES, org.maxTokenMinutes);
     const now = Date.now();
     const expires = now + minutes * 60_000;
     const token = randomBytes(32).toString("base64url");
@@ -208,7 +237,7 @@ export class AuthService {
         // Checked in the transaction that issues the token: a lock set by attempts still being
         // checked when this one was admitted (or by a burst of more than the policy allows)
         // refuses the right password too, and nothing is written.
-        const locked = await endSignInFailures(trx, usernameKey, now);
+        const locked = await endSignInFailures(trx, request.username, now);
         if (locked !== undefined) throw lockedUntil(locked, now);
         // A new password ends the account's other sessions, as a change through `update` does.
         if (newHash !== undefined) {
@@ -224,7 +253,7 @@ export class AuthService {
           referer: bound,
         });
         const passwordHash = newHash ?? upgradedHash;
-        await updateUser(trx, user.id, {
+        await this.deps.recordSignIn(trx, user.id, {
           last_login: now,
           ...(passwordHash ? { password_hash: passwordHash } : {}),
           ...(newHash ? { modified: now } : {}),
@@ -248,7 +277,7 @@ export class AuthService {
       // lastLogin is part of the signed-in user's cached resource.
       { changes: [`auth:${user.id}`] },
     );
-    return { token, expires, ssl: org.settings.allSSL === true };
+    return { token, expires, ssl: org.allSSL };
   }
 
   /**

@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { PorticoError } from "../errors.js";
-import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "../roles/privileges.js";
 import {
   type Caller,
   isCaller,
@@ -8,6 +7,7 @@ import {
   privilegesOf,
   requireMayManageAccountOf,
 } from "./caller.js";
+import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "./privileges.js";
 
 const caller = (
   privileges: readonly string[],

@@ -1,6 +1,6 @@
-import { errors } from "../errors.js";
+import { errors, type PorticoError } from "../errors.js";
 import type { Actor } from "../events/outbox.js";
-import { BUILT_IN_PRIVILEGES, type BuiltInRole, isBuiltInRole, type Privilege } from "../roles/privileges.js";
+import { BUILT_IN_PRIVILEGES, type BuiltInRole, isBuiltInRole, type Privilege } from "./privileges.js";
 
 /** The signed-in user a request acts for. Anonymous requests have no caller (`null`). */
 export interface Caller {
@@ -146,4 +146,14 @@ export function requireMayManageAccountOf(caller: Caller, target: ManagedAccount
 
 export function actorOf(caller: Caller | null): Actor | null {
   return caller ? { id: caller.userId, username: caller.username } : null;
+}
+
+/**
+ * The answer for an item, group, user or hosted service the caller may not see, whether it exists
+ * or not, so that existence cannot be probed: an anonymous caller is asked for a token (499; ArcGIS
+ * clients then offer to sign in), a signed-in caller hears that it "does not exist or is
+ * inaccessible" (400). Callers compute it for a missing resource and a hidden one alike.
+ */
+export function unseen(caller: Caller | null, notFound: () => PorticoError): PorticoError {
+  return caller === null ? errors.tokenRequired() : notFound();
 }

@@ -2,8 +2,17 @@ import { sql } from "kysely";
 import type { Queryable } from "../db/database.js";
 import { MAX_HISTORY } from "./security-policy.js";
 
-/** Failed sign-ins of a lower-case username (known or not), if any are counted. */
-export function findSignInFailures(q: Queryable, usernameKey: string) {
+/**
+ * Failures are counted by lower-case username (sign-in names are case-insensitive), whether an
+ * account has the name or not. Callers give the name as typed; only this repository makes the key.
+ */
+function failureKey(username: string): string {
+  return username.toLowerCase();
+}
+
+/** Failed sign-ins of a username (known or not), if any are counted. */
+export function findSignInFailures(q: Queryable, username: string) {
+  const usernameKey = failureKey(username);
   return q
     .selectFrom("sign_in_failures")
     .selectAll()
@@ -37,10 +46,11 @@ function runOver(rule: LockoutRule) {
  */
 export async function reserveSignInAttempt(
   q: Queryable,
-  usernameKey: string,
+  username: string,
   now: number,
   rule: LockoutRule,
 ): Promise<number | undefined> {
+  const usernameKey = failureKey(username);
   const over = runOver(rule);
   const admitted = await q
     .insertInto("sign_in_failures")
@@ -89,11 +99,12 @@ async function lockFullRun(
  */
 export async function recordFailedAttempt(
   q: Queryable,
-  usernameKey: string,
+  username: string,
   run: number,
   now: number,
   rule: LockoutRule,
 ): Promise<void> {
+  const usernameKey = failureKey(username);
   const current = await findSignInFailures(q, usernameKey);
   if (current && Number(current.first_failure) === run) {
     await lockFullRun(q, usernameKey, rule, run);
@@ -107,7 +118,8 @@ export async function recordFailedAttempt(
  * or the right password was given for a disabled account or with a refused new password). Nothing
  * is given back to a locked name or to a run that is over.
  */
-export async function releaseSignInAttempt(q: Queryable, usernameKey: string, run: number): Promise<void> {
+export async function releaseSignInAttempt(q: Queryable, username: string, run: number): Promise<void> {
+  const usernameKey = failureKey(username);
   await q
     .updateTable("sign_in_failures")
     .set({ failures: sql`failures - 1` })
@@ -126,9 +138,10 @@ export async function releaseSignInAttempt(q: Queryable, usernameKey: string, ru
  */
 export async function endSignInFailures(
   q: Queryable,
-  usernameKey: string,
+  username: string,
   now: number,
 ): Promise<number | undefined> {
+  const usernameKey = failureKey(username);
   await q
     .deleteFrom("sign_in_failures")
     .where("username_key", "=", usernameKey)
@@ -165,7 +178,8 @@ async function recordSignInFailure(
 }
 
 /** A successful sign-in, or an administrator unlocking the account, ends the run of failures. */
-export async function clearSignInFailures(q: Queryable, usernameKey: string): Promise<void> {
+export async function clearSignInFailures(q: Queryable, username: string): Promise<void> {
+  const usernameKey = failureKey(username);
   await q.deleteFrom("sign_in_failures").where("username_key", "=", usernameKey).execute();
 }
 
@@ -224,8 +238,9 @@ export async function passwordSetAt(q: Queryable, userId: string): Promise<numbe
   return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
 }
 
-/** Failed sign-ins of several lower-case usernames (a page of users). */
-export function findSignInFailuresOf(q: Queryable, usernameKeys: string[]) {
-  if (usernameKeys.length === 0) return Promise.resolve([]);
+/** Failed sign-ins of several usernames (a page of users). */
+export function findSignInFailuresOf(q: Queryable, usernames: string[]) {
+  if (usernames.length === 0) return Promise.resolve([]);
+  const usernameKeys = usernames.map(failureKey);
   return q.selectFrom("sign_in_failures").selectAll().where("username_key", "in", usernameKeys).execute();
 }

@@ -242,9 +242,7 @@ async function applyOne(
   const existing = copy ? await findItem(trx, copy.item_id) : undefined;
   const fields = {
     title: pkg.title,
-    title_key: pkg.title.toLowerCase(),
     type: pkg.type,
-    type_key: pkg.type.toLowerCase(),
     type_keywords: JSON.stringify(pkg.typeKeywords),
     description: pkg.description,
     snippet: pkg.snippet,
@@ -274,7 +272,6 @@ async function applyOne(
         id: itemId,
         owner_id: owner.owner_id,
         owner: owner.owner,
-        owner_key: owner.owner.toLowerCase(),
         folder_id: null,
         ...fields,
         access: "shared",

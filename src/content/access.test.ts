@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { type Caller, makeCaller } from "../auth/caller.js";
+import { type Caller, makeCaller, unseen } from "../auth/caller.js";
 import { errors } from "../errors.js";
-import { canViewGroup, canViewItem, unseen, type Viewer } from "./access.js";
+import { canViewGroup, canViewItem, type Viewer } from "./access.js";
 
 const caller = (userId: string, role = "org_user"): Caller =>
   makeCaller({ userId, username: userId, role, roleId: null, rolePrivileges: null });

@@ -1,6 +1,5 @@
 import type { Caller } from "../auth/caller.js";
 import type { Queryable } from "../db/database.js";
-import { errors, type PorticoError } from "../errors.js";
 
 /**
  * Who may read what (`wire.md` §6): the owner always; administrators with `portal:admin:viewItems`
@@ -8,16 +7,6 @@ import { errors, type PorticoError } from "../errors.js";
  * public (signed-in members otherwise); `org` content every signed-in member; `shared` and
  * `private` content the members of a group it is shared with.
  */
-/**
- * The answer for an item, group, user or hosted service the caller may not see, whether it exists
- * or not, so that existence cannot be probed: an anonymous caller is asked for a token (499; ArcGIS
- * clients then offer to sign in), a signed-in caller hears that it "does not exist or is
- * inaccessible" (400). Callers compute it for a missing resource and a hidden one alike.
- */
-export function unseen(caller: Caller | null, notFound: () => PorticoError): PorticoError {
-  return caller === null ? errors.tokenRequired() : notFound();
-}
-
 export interface Viewer {
   caller: Caller | null;
   /** Ids of the groups the caller belongs to. */

@@ -8,16 +8,37 @@ import { refreshItemWords, writeItemWords } from "../search/word-index.js";
 export type ItemRow = Selectable<ItemTable>;
 export type FolderRow = Selectable<FolderTable>;
 
+/**
+ * The lower-case copies of an item's owner, title and type that lookups and sorting use. Only this
+ * repository writes them, from the columns they copy, so they cannot fall out of step.
+ */
+type ItemKeyColumns = "owner_key" | "title_key" | "type_key";
+export type NewItem = Omit<Insertable<ItemTable>, ItemKeyColumns>;
+export type ItemChanges = Omit<Updateable<ItemTable>, ItemKeyColumns>;
+export type NewFolder = Omit<FolderRow, "title_key">;
+
+function itemKeys(columns: ItemChanges): Pick<Updateable<ItemTable>, ItemKeyColumns> {
+  return {
+    ...(columns.owner !== undefined ? { owner_key: columns.owner.toLowerCase() } : {}),
+    ...(columns.title !== undefined ? { title_key: columns.title.toLowerCase() } : {}),
+    ...(columns.type !== undefined ? { type_key: columns.type.toLowerCase() } : {}),
+  };
+}
+
 export function findItem(q: Queryable, id: string): Promise<ItemRow | undefined> {
   return q.selectFrom("items").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-export async function insertItem(
-  q: Queryable,
-  row: Insertable<ItemTable>,
-  tags: readonly string[],
-): Promise<void> {
-  await q.insertInto("items").values(row).execute();
+export async function insertItem(q: Queryable, row: NewItem, tags: readonly string[]): Promise<void> {
+  await q
+    .insertInto("items")
+    .values({
+      ...row,
+      owner_key: row.owner.toLowerCase(),
+      title_key: row.title.toLowerCase(),
+      type_key: row.type.toLowerCase(),
+    })
+    .execute();
   await replaceTags(q, row.id, tags);
   await writeItemWords(q, {
     id: row.id,
@@ -32,9 +53,13 @@ export async function insertItem(
 const WORD_COLUMNS = ["title", "description", "snippet", "tags"] as const;
 
 /** Any column may decide who sees the item (owner, access) or be shown by a cache: `content` notes it. */
-export async function updateItem(q: Queryable, id: string, patch: Updateable<ItemTable>): Promise<void> {
+export async function updateItem(q: Queryable, id: string, patch: ItemChanges): Promise<void> {
   noteChange(q, `content:${id}`);
-  await q.updateTable("items").set(patch).where("id", "=", id).execute();
+  await q
+    .updateTable("items")
+    .set({ ...patch, ...itemKeys(patch) })
+    .where("id", "=", id)
+    .execute();
   if (WORD_COLUMNS.some((c) => patch[c] !== undefined)) await refreshItemWords(q, id);
 }
 
@@ -125,8 +150,11 @@ export function listFolders(q: Queryable, ownerId: string): Promise<FolderRow[]>
   return q.selectFrom("folders").selectAll().where("owner_id", "=", ownerId).orderBy("created").execute();
 }
 
-export async function insertFolder(q: Queryable, row: FolderRow): Promise<void> {
-  await q.insertInto("folders").values(row).execute();
+export async function insertFolder(q: Queryable, row: NewFolder): Promise<void> {
+  await q
+    .insertInto("folders")
+    .values({ ...row, title_key: row.title.toLowerCase() })
+    .execute();
 }
 
 export async function deleteFolder(q: Queryable, id: string): Promise<void> {
@@ -162,19 +190,4 @@ export async function listOwnItems(
     .offset(page.offset)
     .execute();
   return { total: Number(total.n), rows };
-}
-
-/** Whether a user owns anything that would be orphaned by deleting the account. */
-export async function ownsContent(q: Queryable, userId: string): Promise<{ items: number; groups: number }> {
-  const items = await q
-    .selectFrom("items")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("owner_id", "=", userId)
-    .executeTakeFirstOrThrow();
-  const groups = await q
-    .selectFrom("groups")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("owner_id", "=", userId)
-    .executeTakeFirstOrThrow();
-  return { items: Number(items.n), groups: Number(groups.n) };
 }

@@ -6,6 +6,7 @@ import {
   isCaller,
   requireMayManageAccountOf,
   requirePrivilege,
+  unseen,
 } from "../auth/caller.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
@@ -16,7 +17,7 @@ import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
-import { canViewItem, unseen, type Viewer, viewerOf } from "./access.js";
+import { canViewItem, type Viewer, viewerOf } from "./access.js";
 import {
   type FileSource,
   findFile,
@@ -39,6 +40,7 @@ import {
   insertItem,
   listFolders,
   listOwnItems,
+  type NewFolder,
   replaceTags,
   sharedGroupIds,
   sharedGroupIdsOf,
@@ -173,12 +175,9 @@ export class ItemService {
         id,
         owner_id: owner.id,
         owner: owner.username,
-        owner_key: owner.username.toLowerCase(),
         folder_id: folderRow?.id ?? null,
         title: fields.title,
-        title_key: fields.title.toLowerCase(),
         type: fields.type,
-        type_key: fields.type.toLowerCase(),
         type_keywords: JSON.stringify(fields.typeKeywords ?? []),
         description: fields.description ?? "",
         snippet: fields.snippet ?? "",
@@ -209,7 +208,7 @@ export class ItemService {
       const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
       const dataSize = await this.storeFiles(trx, id, fields);
       await updateItem(trx, id, {
-        ...(fields.title !== undefined ? { title: fields.title, title_key: fields.title.toLowerCase() } : {}),
+        ...(fields.title !== undefined ? { title: fields.title } : {}),
         ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
         ...(fields.description !== undefined || cleared.includes("description")
           ? { description: fields.description ?? "" }
@@ -295,7 +294,6 @@ export class ItemService {
       await updateItem(trx, id, {
         owner_id: target.id,
         owner: target.username,
-        owner_key: target.username.toLowerCase(),
         folder_id: folder?.id ?? null,
       });
       await recordEvent(trx, {
@@ -312,11 +310,10 @@ export class ItemService {
   async createFolder(caller: Caller | null, username: string, title: string) {
     requirePrivilege(caller, "portal:user:createItem");
     this.requireOwnContent(caller, username);
-    const folder: FolderRow = {
+    const folder: NewFolder = {
       id: newId(),
       owner_id: "",
       title,
-      title_key: title.toLowerCase(),
       created: Date.now(),
     };
     try {

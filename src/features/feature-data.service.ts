@@ -9,7 +9,8 @@ import {
   rolledBackResults,
 } from "./edits/apply-edits.js";
 import { type DeleteIds, MAX_EDIT_FEATURES, parseDeletes, parseFeatureList } from "./edits/values.js";
-import type { FeatureServiceService, ServiceRow } from "./feature-service.service.js";
+import type { ServiceRow } from "./feature-service.repository.js";
+import type { FeatureServiceService } from "./feature-service.service.js";
 
 /** What `FeatureServiceService.open` answers: the service, its row and its item's owner. */
 type OpenedService = Awaited<ReturnType<FeatureServiceService["open"]>>;

@@ -1,6 +1,6 @@
 import { sql } from "kysely";
-import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
-import { canViewItem, unseen } from "../content/access.js";
+import { actorOf, type Caller, isCaller, requirePrivilege, unseen } from "../auth/caller.js";
+import { canViewItem } from "../content/access.js";
 import { findItem, sharedGroupIds, updateItem } from "../content/item.repository.js";
 import type { ItemService } from "../content/item.service.js";
 import { FeedCache } from "../db/cache.js";
@@ -9,6 +9,7 @@ import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newGlobalId } from "./edits/values.js";
+import { findService, insertService, type ServiceRow } from "./feature-service.repository.js";
 import { completedDefinition, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
 import {
   addFieldColumns,
@@ -110,15 +111,6 @@ export interface CreateServiceResult {
   snippet: string;
 }
 
-export interface ServiceRow {
-  item_id: string;
-  name: string;
-  definition: string;
-  layers: string;
-  tables: string;
-  modified: number;
-}
-
 function stored(row: ServiceRow): StoredService {
   return {
     name: row.name,
@@ -149,14 +141,6 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
-}
-
-function findService(q: Queryable, name: string): Promise<ServiceRow | undefined> {
-  return q
-    .selectFrom("feature_services")
-    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
-    .where("name_key", "=", name.toLowerCase())
-    .executeTakeFirst();
 }
 
 /**
@@ -212,20 +196,16 @@ export class FeatureServiceService {
           url: serviceurl,
         });
         const now = Date.now();
-        await trx
-          .insertInto("feature_services")
-          .values({
-            item_id: item.id,
-            name,
-            name_key: name.toLowerCase(),
-            definition: JSON.stringify(definition),
-            layers: "[]",
-            tables: "[]",
-            is_view: 0,
-            created: now,
-            modified: now,
-          })
-          .execute();
+        await insertService(trx, {
+          item_id: item.id,
+          name,
+          definition: JSON.stringify(definition),
+          layers: "[]",
+          tables: "[]",
+          is_view: 0,
+          created: now,
+          modified: now,
+        });
         await recordEvent(
           trx,
           { source: "item", operation: "publish", objectId: item.id, actor: actorOf(caller) },

@@ -13,12 +13,23 @@ export function findGroup(q: Queryable, id: string): Promise<GroupRow | undefine
   return q.selectFrom("groups").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-export async function insertGroup(q: Queryable, row: Insertable<GroupTable>): Promise<void> {
-  await q.insertInto("groups").values(row).execute();
+/** `title_key` is the lower-case title that lookups and sorting use: derived here only. */
+export type NewGroup = Omit<Insertable<GroupTable>, "title_key">;
+export type GroupChanges = Omit<Updateable<GroupTable>, "title_key">;
+
+export async function insertGroup(q: Queryable, row: NewGroup): Promise<void> {
+  await q
+    .insertInto("groups")
+    .values({ ...row, title_key: row.title.toLowerCase() })
+    .execute();
 }
 
-export async function updateGroup(q: Queryable, id: string, patch: Updateable<GroupTable>): Promise<void> {
-  await q.updateTable("groups").set(patch).where("id", "=", id).execute();
+export async function updateGroup(q: Queryable, id: string, patch: GroupChanges): Promise<void> {
+  await q
+    .updateTable("groups")
+    .set({ ...patch, ...(patch.title !== undefined ? { title_key: patch.title.toLowerCase() } : {}) })
+    .where("id", "=", id)
+    .execute();
 }
 
 /**

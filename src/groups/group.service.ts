@@ -1,6 +1,7 @@
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, isCaller, requirePrivilege } from "../auth/caller.js";
-import { canViewGroup, unseen } from "../content/access.js";
+import { actorOf, type Caller, isCaller, requirePrivilege, unseen } from "../auth/caller.js";
+import type { Privilege } from "../auth/privileges.js";
+import { canViewGroup } from "../content/access.js";
 import type { ItemService } from "../content/item.service.js";
 import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -8,7 +9,6 @@ import { errors } from "../errors.js";
 import { type ChangeEvent, recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
-import type { Privilege } from "../roles/privileges.js";
 import { findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import {
@@ -29,6 +29,7 @@ import {
   listInvitationsOfUser,
   listMembers,
   type MemberType,
+  type NewGroup,
   setMemberType,
   updateGroup,
 } from "./group.repository.js";
@@ -76,12 +77,11 @@ export class GroupService {
     const access = fields.access ?? "private";
     await this.checkAccess(caller, access);
     const now = Date.now();
-    const row: GroupRow = {
+    const row: NewGroup = {
       id: newId(),
       owner_id: caller.userId,
       owner: caller.username,
       title: fields.title,
-      title_key: fields.title.toLowerCase(),
       description: fields.description ?? "",
       snippet: fields.snippet ?? "",
       tags: JSON.stringify(fields.tags ?? []),
@@ -134,9 +134,7 @@ export class GroupService {
         }
         const clears = (name: string) => cleared.includes(name);
         await updateGroup(trx, id, {
-          ...(fields.title !== undefined
-            ? { title: fields.title, title_key: fields.title.toLowerCase() }
-            : {}),
+          ...(fields.title !== undefined ? { title: fields.title } : {}),
           ...(fields.access !== undefined ? { access: fields.access } : {}),
           ...(fields.description !== undefined || clears("description")
             ? { description: fields.description ?? "" }
@@ -575,7 +573,7 @@ function unique(usernames: readonly string[]): string[] {
 /** The ArcGIS group resource; `userMembership` is left out for anonymous callers. */
 /** The ArcGIS group resource; `userMembership` only when the caller is known. */
 export function groupJson(
-  row: GroupRow,
+  row: Omit<GroupRow, "title_key">,
   orgId: string,
   membership: { username: string; memberType: MemberType | "none" } | null,
 ): Record<string, unknown> {

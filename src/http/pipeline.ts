@@ -1,9 +1,9 @@
 import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
+import type { Privilege } from "../auth/privileges.js";
 import { errors } from "../errors.js";
 import type { Organization } from "../portal/portal.service.js";
-import type { Privilege } from "../roles/privileges.js";
 import type { Services } from "../services.js";
 import {
   MAX_JSON_DEPTH,

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
+import { EncodedBody } from "../encoded-body.js";
 import { errors, type PorticoError } from "../errors.js";
 
 /** Response formats (`wire.md` §1): `pjsonm`, sent by some clients, is pretty JSON too. */
@@ -28,14 +29,6 @@ export function formatForError(f: string | undefined): Format {
   } catch {
     return "json";
   }
-}
-
-/** An answer already encoded by the operation (a protocol buffer), sent as it is. */
-export class EncodedBody {
-  constructor(
-    readonly contentType: string,
-    readonly content: Uint8Array,
-  ) {}
 }
 
 /**

@@ -1,4 +1,4 @@
-import { USERNAME_PATTERN } from "../users/username.js";
+import { USERNAME_PATTERN } from "../auth/username.js";
 import { type JsonSchema, type ParamSpec, p } from "../validation/params.js";
 
 /**

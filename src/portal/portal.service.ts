@@ -9,11 +9,10 @@ import {
   securityPolicyOf,
 } from "../auth/security-policy.js";
 import { FeedCache } from "../db/cache.js";
-import type { Db } from "../db/database.js";
+import type { Db, Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
 import { newId } from "../ids.js";
-import { findUser } from "../users/user.repository.js";
 import {
   findOrganization,
   insertOrganizationIfAbsent,
@@ -73,7 +72,13 @@ export class PortalService {
   /** Every request reads the organization (CORS, allSSL); it changes rarely. */
   private readonly cache: FeedCache<"org", Organization>;
 
-  constructor(private readonly db: Db) {
+  constructor(
+    private readonly db: Db,
+    private readonly accounts: {
+      /** The account of a username in any case (the contacts setting names administrators). */
+      findUser(q: Queryable, username: string): Promise<{ role: string; disabled: number } | undefined>;
+    },
+  ) {
     this.cache = new FeedCache(db.feed, ["org"], undefined, 1);
   }
 
@@ -200,7 +205,7 @@ export class PortalService {
     }
     if (changes.contacts !== undefined) {
       for (const username of changes.contacts as string[]) {
-        const user = await findUser(trx, username);
+        const user = await this.accounts.findUser(trx, username);
         if (user?.role !== "org_admin" || user.disabled) {
           throw errors.invalidParameter(
             "contacts",

@@ -5,14 +5,22 @@ import {
   requireMayGrant,
   requirePrivilege,
 } from "../auth/caller.js";
+import { baseRoleOf, isPrivilege } from "../auth/privileges.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
-import { countUsersWithRole, setBaseRoleForRoleHolders } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
-import { baseRoleOf, isPrivilege } from "./privileges.js";
-import { deleteRole, findRole, insertRole, listRoles, type RoleRow, updateRole } from "./role.repository.js";
+import {
+  countUsersWithRole,
+  deleteRole,
+  findRole,
+  insertRole,
+  listRoles,
+  type RoleRow,
+  setBaseRoleForRoleHolders,
+  updateRole,
+} from "./role.repository.js";
 
 function roleJson(row: RoleRow, withPrivileges = false): Record<string, unknown> {
   return {
@@ -55,7 +63,6 @@ export class RoleService {
         await insertRole(trx, {
           id,
           name: input.name,
-          name_key: input.name.toLowerCase(),
           description: input.description,
           privileges: "[]",
           created: now,
@@ -88,7 +95,7 @@ export class RoleService {
         const row = await findRole(trx, id);
         if (!row) throw errors.roleNotFound(id);
         await updateRole(trx, id, {
-          ...(changes.name !== undefined ? { name: changes.name, name_key: changes.name.toLowerCase() } : {}),
+          ...(changes.name !== undefined ? { name: changes.name } : {}),
           ...(changes.description !== undefined ? { description: changes.description } : {}),
           modified: now,
         });

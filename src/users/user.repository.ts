@@ -1,4 +1,4 @@
-import type { Insertable, Selectable, Updateable } from "kysely";
+import type { Selectable, Updateable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
 import type { Engine, Queryable } from "../db/database.js";
 import type { UserTable } from "../db/schema.js";
@@ -13,12 +13,26 @@ export function findUser(q: Queryable, username: string): Promise<UserRow | unde
     .executeTakeFirst();
 }
 
-export async function insertUser(q: Queryable, row: Insertable<UserTable>): Promise<void> {
-  await q.insertInto("users").values(row).execute();
+/** `username_key` is the lower-case username (usernames are unique regardless of case): derived here only. */
+export type NewUserRow = Omit<UserRow, "username_key">;
+export type UserChanges = Omit<Updateable<UserTable>, "username_key">;
+
+/** Writes a new user; answers the row as stored. */
+export async function insertUser(q: Queryable, row: NewUserRow): Promise<UserRow> {
+  const stored = { ...row, username_key: row.username.toLowerCase() };
+  await q.insertInto("users").values(stored).execute();
+  return stored;
 }
 
-export async function updateUser(q: Queryable, id: string, patch: Updateable<UserTable>): Promise<void> {
-  await q.updateTable("users").set(patch).where("id", "=", id).execute();
+export async function updateUser(q: Queryable, id: string, patch: UserChanges): Promise<void> {
+  await q
+    .updateTable("users")
+    .set({
+      ...patch,
+      ...(patch.username !== undefined ? { username_key: patch.username.toLowerCase() } : {}),
+    })
+    .where("id", "=", id)
+    .execute();
 }
 
 /** Memberships and owned content go with the user (foreign keys cascade). */
@@ -38,20 +52,6 @@ export async function countFullAdministrators(q: Queryable): Promise<number> {
     .where("disabled", "=", 0)
     .executeTakeFirstOrThrow();
   return Number(row.n);
-}
-
-export async function countUsersWithRole(q: Queryable, roleId: string): Promise<number> {
-  const row = await q
-    .selectFrom("users")
-    .select((eb) => eb.fn.countAll<number>().as("n"))
-    .where("role_id", "=", roleId)
-    .executeTakeFirstOrThrow();
-  return Number(row.n);
-}
-
-/** Re-derives `role` of every user holding a custom role whose privileges changed. */
-export async function setBaseRoleForRoleHolders(q: Queryable, roleId: string, role: string, now: number) {
-  await q.updateTable("users").set({ role, modified: now }).where("role_id", "=", roleId).execute();
 }
 
 export const USER_SORT_FIELDS = {
@@ -122,4 +122,19 @@ export function findUserForUpdate(
 /** An enabled user with the default administrator role: the kind the organization must keep one of. */
 export function isEnabledFullAdministrator(row: UserRow): boolean {
   return row.role === "org_admin" && row.role_id === null && row.disabled === 0;
+}
+
+/** Whether a user owns anything that would be orphaned by deleting the account. */
+export async function ownsContent(q: Queryable, userId: string): Promise<{ items: number; groups: number }> {
+  const items = await q
+    .selectFrom("items")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner_id", "=", userId)
+    .executeTakeFirstOrThrow();
+  const groups = await q
+    .selectFrom("groups")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("owner_id", "=", userId)
+    .executeTakeFirstOrThrow();
+  return { items: Number(items.n), groups: Number(groups.n) };
 }

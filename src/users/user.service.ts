@@ -7,14 +7,14 @@ import {
   requireMayGrant,
   requireMayManageAccountOf,
   requirePrivilege,
+  unseen,
 } from "../auth/caller.js";
 import type { PasswordHasher } from "../auth/password.js";
 import { hashNewPassword } from "../auth/password-change.js";
+import { BUILT_IN_PRIVILEGES, type BuiltInRole, baseRoleOf, isBuiltInRole } from "../auth/privileges.js";
 import { type LockoutPolicy, lockoutStatus } from "../auth/security-policy.js";
 import { clearSignInFailures, findSignInFailuresOf, recordPassword } from "../auth/sign-in.repository.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
-import { unseen } from "../content/access.js";
-import { ownsContent } from "../content/item.repository.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
 import type { Database } from "../db/schema.js";
@@ -23,7 +23,6 @@ import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import { lockOrganization } from "../portal/org.repository.js";
 import type { PortalService } from "../portal/portal.service.js";
-import { BUILT_IN_PRIVILEGES, type BuiltInRole, baseRoleOf, isBuiltInRole } from "../roles/privileges.js";
 import { findRole } from "../roles/role.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import {
@@ -35,6 +34,8 @@ import {
   insertUser,
   isEnabledFullAdministrator,
   listUsers,
+  type NewUserRow,
+  ownsContent,
   type USER_SORT_FIELDS,
   type UserRow,
   updateUser,
@@ -110,10 +111,9 @@ export class UserService {
       return await this.db.transaction(async (trx) => {
         const { role, roleId, privileges } = await resolveRole(trx, input.role ?? "org_user", "role");
         if (caller) requireMayGrant(caller, privileges, "Assigning this role");
-        const row: UserRow = {
+        const row: NewUserRow = {
           id: newId(),
           username: input.username,
-          username_key: input.username.toLowerCase(),
           full_name: input.fullName ?? `${input.firstName} ${input.lastName}`.trim(),
           first_name: input.firstName,
           last_name: input.lastName,
@@ -134,14 +134,14 @@ export class UserService {
           modified: now,
           last_login: -1,
         };
-        await insertUser(trx, row);
+        const stored = await insertUser(trx, row);
         await recordPassword(trx, row.id, passwordHash, now);
         await recordEvent(
           trx,
           { source: "user", operation: "add", objectId: row.username, actor: actorOf(caller) },
           now,
         );
-        return row;
+        return stored;
       });
     } catch (err) {
       if (isUniqueViolation(err)) throw errors.usernameTaken(input.username);
@@ -254,7 +254,7 @@ export class UserService {
         if (passwordHash !== undefined) {
           await deleteTokensOfUser(trx, row.id);
           await recordPassword(trx, row.id, passwordHash, now);
-          await clearSignInFailures(trx, row.username_key);
+          await clearSignInFailures(trx, row.username);
         }
         await recordEvent(
           trx,
@@ -313,7 +313,7 @@ export class UserService {
         if (!row) throw errors.userNotFound(username);
         requireMayManageAccountOf(caller, row, disabled ? "disable" : "enable");
         // Enabling also ends a lockout after failed sign-ins, on an enabled account too.
-        if (!disabled) await clearSignInFailures(trx, row.username_key);
+        if (!disabled) await clearSignInFailures(trx, row.username);
         if (Boolean(row.disabled) === disabled) return undefined;
         const now = Date.now();
         await updateUser(trx, row.id, { disabled: disabled ? 1 : 0, modified: now });
@@ -397,7 +397,7 @@ export class UserService {
     if (!hasPrivilege(caller, "portal:admin:viewUsers")) return out;
     const found = await findSignInFailuresOf(
       this.db.kysely,
-      rows.map((r) => r.username_key),
+      rows.map((r) => r.username),
     );
     const byKey = new Map(found.map((f) => [f.username_key, f]));
     const now = Date.now();

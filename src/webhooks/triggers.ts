@@ -1,5 +1,5 @@
+import { USERNAME_PATTERN } from "../auth/username.js";
 import type { EventSource } from "../events/outbox.js";
-import { USERNAME_PATTERN } from "../users/username.js";
 
 /**
  * Trigger URIs (`wire.md` §7, `interface.md` §4.2 and §6): what a webhook subscribes to. A URI

@@ -1,6 +1,8 @@
 import { Ajv } from "ajv";
 import { sql } from "kysely";
+import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/auth/privileges.js";
 import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
+import { USERNAME_PATTERN } from "../../src/auth/username.js";
 import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
 import type { Db } from "../../src/db/database.js";
 import {
@@ -10,8 +12,6 @@ import {
 } from "../../src/features/service-definition.js";
 import { httpUrlProblem } from "../../src/outbound/guard.js";
 import { isSettingName, ORG_SETTINGS, SETTING_NAMES } from "../../src/portal/org-settings.js";
-import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/roles/privileges.js";
-import { USERNAME_PATTERN } from "../../src/users/username.js";
 import { parseTrigger } from "../../src/webhooks/triggers.js";
 
 /**

@@ -1,5 +1,5 @@
+import { EncodedBody } from "../../encoded-body.js";
 import { errors } from "../../errors.js";
-import { EncodedBody } from "../../http/render.js";
 import type { Geometry, PointGeometry, SpatialReference } from "../geometry/esri-json.js";
 import { centroidOf, dropZM, generalize, roundCoordinates, toGeoJsonGeometry } from "../geometry/output.js";
 import {

@@ -1,5 +1,5 @@
+import { USERNAME_PATTERN } from "../../auth/username.js";
 import { errors } from "../../errors.js";
-import { USERNAME_PATTERN } from "../../users/username.js";
 import { p } from "../../validation/params.js";
 import { defineRoute } from "../pipeline.js";
 import { email, password, personName } from "./shared.js";

@@ -1,0 +1,30 @@
+import type { Insertable } from "kysely";
+import type { Queryable } from "../db/database.js";
+import type { FeatureServiceTable } from "../db/schema.js";
+
+export interface ServiceRow {
+  item_id: string;
+  name: string;
+  definition: string;
+  layers: string;
+  tables: string;
+  modified: number;
+}
+
+/** Service names are unique regardless of case: `name_key` is the lower-case name, derived here only. */
+export type NewServiceRow = Omit<Insertable<FeatureServiceTable>, "name_key">;
+
+export function findService(q: Queryable, name: string): Promise<ServiceRow | undefined> {
+  return q
+    .selectFrom("feature_services")
+    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+    .where("name_key", "=", name.toLowerCase())
+    .executeTakeFirst();
+}
+
+export async function insertService(q: Queryable, row: NewServiceRow): Promise<void> {
+  await q
+    .insertInto("feature_services")
+    .values({ ...row, name_key: row.name.toLowerCase() })
+    .execute();
+}
