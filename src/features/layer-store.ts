@@ -14,8 +14,8 @@ import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "./l
  * The spatial index is over those bounds. SQLite: an R*Tree (`<table>_rt`) kept by triggers, so
  * that no write can forget it; it stores 32-bit floats rounded outwards, so it finds a superset
  * and the exact bounds are compared on the table's own columns. PostgreSQL: a GiST index on the
- * built-in `box` of the bounds (no extension needed); `&&` on boxes of doubles is exact. Exact
- * relations (a polygon that intersects a query polygon, not only its box) are computed in the
+ * built-in `box` of the bounds (no extension needed); its `&&` compares with a tolerance of 1e-6,
+ * so there too the table's columns decide. Exact relations (a polygon that intersects a query polygon, not only its box) are computed in the
  * process, the same code for both engines, so both answer the same rows.
  *
  * Every function takes a transaction or the database and does no more than its statement says:

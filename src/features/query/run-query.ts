@@ -124,9 +124,10 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
       s.add(" AND (");
       boxes.forEach((b, i) => {
         if (i > 0) s.add(" OR ");
+        // The index finds candidates and the table's own doubles decide: the R*Tree holds 32-bit
+        // boxes rounded outwards, and PostgreSQL's `&&` on its built-in boxes takes boxes less
+        // than 1e-6 apart for overlapping (its geometric types compare with that tolerance).
         if (ctx.engine === "sqlite") {
-          // The R*Tree finds candidates (its 32-bit bounds are rounded outwards); the table's own
-          // doubles decide.
           s.add(`(t.${quote(OID_COLUMN)} IN (SELECT id FROM ${quote(`${table}_rt`)} WHERE xmax >= `)
             .number(b.xmin)
             .add(" AND xmin <= ")
@@ -135,17 +136,9 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
             .number(b.ymin)
             .add(" AND ymin <= ")
             .number(b.ymax)
-            .add(") AND t.maxx >= ")
-            .number(b.xmin)
-            .add(" AND t.minx <= ")
-            .number(b.xmax)
-            .add(" AND t.maxy >= ")
-            .number(b.ymin)
-            .add(" AND t.miny <= ")
-            .number(b.ymax)
             .add(")");
         } else {
-          s.add("box(point(t.minx, t.miny), point(t.maxx, t.maxy)) && box(point(")
+          s.add("(box(point(t.minx, t.miny), point(t.maxx, t.maxy)) && box(point(")
             .number(b.xmin)
             .add(", ")
             .number(b.ymin)
@@ -155,6 +148,15 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
             .number(b.ymax)
             .add("))");
         }
+        s.add(" AND t.maxx >= ")
+          .number(b.xmin)
+          .add(" AND t.minx <= ")
+          .number(b.xmax)
+          .add(" AND t.maxy >= ")
+          .number(b.ymin)
+          .add(" AND t.miny <= ")
+          .number(b.ymax)
+          .add(")");
       });
       s.add(")");
     }
