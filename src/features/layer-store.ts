@@ -425,7 +425,14 @@ export async function insertRows(
       if (schema.geometryType) parameters.push(...shapeValues(row.geometry ?? null));
       const marks: string[] = [];
       for (let i = first + 1; i <= parameters.length; i++) marks.push(engine === "postgres" ? `$${i}` : "?");
-      if (postgis) {
+      if (postgis && schema.geometryType === "esriGeometryPoint") {
+        // A point is its bounds' corner: the parameters already bound for minx and miny make it,
+        // with no WKB to build and send (most bulk loads are points).
+        const minx = parameters.length - 3;
+        marks.push(
+          `${postgis.schema}.ST_SetSRID(${postgis.schema}.ST_MakePoint($${minx}::float8, $${minx + 1}::float8), ${srid})`,
+        );
+      } else if (postgis) {
         parameters.push(row.geometry ? esriWkb(row.geometry) : null);
         marks.push(geometryFromWkb(postgis, `$${parameters.length}`, srid));
       }
