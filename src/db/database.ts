@@ -77,7 +77,11 @@ export interface DbOptions {
    * server closed) and when it is back: once each per outage.
    */
   onAvailability?: (change: AvailabilityChange) => void;
-  /** PostgreSQL: whether to use PostGIS (`PORTICO_POSTGIS`); off when not given. */
+  /**
+   * PostgreSQL: whether to use PostGIS (`PORTICO_POSTGIS`); `auto` when not given, as `serve`
+   * decides by default, so that a tool opening the database and migrating it does not drop the
+   * geometry columns a server keeps (see `syncSpatialStorage`).
+   */
   postgis?: PostgisSetting;
 }
 
@@ -88,7 +92,7 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
       options.schema,
       options.queryTimeoutMs ?? 0,
       options.onAvailability,
-      options.postgis ?? "off",
+      options.postgis ?? "auto",
     );
   }
   return openSqlite(options.dataDir);
