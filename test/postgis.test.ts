@@ -1,4 +1,6 @@
+import { randomBytes } from "node:crypto";
 import { sql } from "kysely";
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newStore, startTestPortal, type TestPortal } from "./helpers/portico.js";
 
@@ -11,7 +13,9 @@ import { newStore, startTestPortal, type TestPortal } from "./helpers/portico.js
  * diagonal edges, and invalid polygons (a bow tie, twice the same hole, overlapping outer rings,
  * on which GEOS can throw). A few answers are also worked out by hand, so that both cannot agree on
  * a wrong one. Then a layer made without PostGIS gains its geometry column when PostGIS is turned
- * on, and loses it when turned off, answering the same throughout. PostgreSQL only (vitest.config.ts).
+ * on, and loses it when turned off, answering the same throughout; and a database where PostGIS
+ * cannot be created works without it on auto and stops the start on on. PostgreSQL only
+ * (vitest.config.ts).
  */
 
 type Ring = [number, number][];
@@ -645,4 +649,51 @@ describe("turning PostGIS on and off for a database that holds layers", () => {
       await store.destroy();
     }
   }, 90_000);
+});
+
+describe("a database where portico's user may not create PostGIS", () => {
+  it("starts without it on auto, and refuses to start on on, saying why", async () => {
+    const admin = process.env.PORTICO_TEST_DATABASE_URL as string;
+    const name = `portico_plain_${randomBytes(4).toString("hex")}`;
+    const run = async (statement: string) => {
+      const client = new pg.Client({ connectionString: admin });
+      await client.connect();
+      try {
+        await client.query(statement);
+      } finally {
+        await client.end();
+      }
+    };
+    // A database of its own, owned by a user who is no superuser: CREATE EXTENSION postgis is
+    // refused there (PostGIS is not a trusted extension).
+    await run(`CREATE ROLE ${name} LOGIN`);
+    await run(`CREATE DATABASE ${name} OWNER ${name}`);
+    try {
+      const url = new URL(admin);
+      url.username = name;
+      url.pathname = `/${name}`;
+      const env = { DATABASE_URL: url.toString() };
+      const portal = await startTestPortal({ env: { ...env, PORTICO_POSTGIS: "auto" } });
+      try {
+        expect(portal.portico.db.postgis).toBeUndefined();
+        expect(portal.portico.db.postgisNote).toMatch(/^PostGIS not used: CREATE EXTENSION postgis failed/);
+        // Layers work all the same, on the index over their bounds.
+        const url = await load(portal, [LAYERS[2]] as typeof LAYERS);
+        const found = await portal.get(
+          `${url}/0/query`,
+          { geometry: "0,0,1.5,0.5", inSR: 4326, returnIdsOnly: true },
+          portal.adminToken,
+        );
+        expect(found.objectIds).toEqual([1, 2, SPOT_XS.length + 1, SPOT_XS.length + 2]);
+      } finally {
+        await portal.stop();
+      }
+      await expect(startTestPortal({ env: { ...env, PORTICO_POSTGIS: "on" } })).rejects.toThrow(
+        /PORTICO_POSTGIS is on, but CREATE EXTENSION postgis failed \(permission denied/,
+      );
+    } finally {
+      await run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await run(`DROP ROLE IF EXISTS ${name}`);
+    }
+  }, 60_000);
 });
