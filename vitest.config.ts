@@ -21,12 +21,18 @@ export default defineConfig({
         // Unit tests beside the code need no database server: they run once, with SQLite.
         include: engine === "sqlite" ? ["src/**/*.test.ts", "test/**/*.test.ts"] : ["test/**/*.test.ts"],
         // Several nodes share one database only on PostgreSQL (SQLite is one process per data
-        // directory), and only a database server can go away under a running node.
+        // directory), and only a database server can go away under a running node. PostGIS is a
+        // PostgreSQL extension.
         // The ArcGIS Maps SDK test (test/browser) runs once, on SQLite: it checks portico's HTTP
         // answers, the same on both engines, and a second Chromium would crowd the two cores.
         exclude:
           engine === "sqlite"
-            ? ["test/cluster.test.ts", "test/database-loss.test.ts", "**/node_modules/**"]
+            ? [
+                "test/cluster.test.ts",
+                "test/database-loss.test.ts",
+                "test/postgis.test.ts",
+                "**/node_modules/**",
+              ]
             : ["test/browser/**", "**/node_modules/**"],
         env: { PORTICO_TEST_ENGINE: engine },
         setupFiles: ["./test/setup/no-keep-alive.ts"],

@@ -2,12 +2,12 @@ import { parseArgs } from "node:util";
 import { ATTACK_IDS } from "./abuse.js";
 
 /** The parts of a run, in the order they run; `--cases` picks some. */
-export const CASES = ["startup", "load", "sync", "nodes", "abuse", "features"] as const;
+export const CASES = ["startup", "load", "sync", "nodes", "abuse", "features", "postgis"] as const;
 /**
  * Cases that run only when asked for: they need PostgreSQL and several servers, stress the
  * machine, or take minutes (loading a million features, installing Koop).
  */
-const ON_REQUEST: readonly CaseName[] = ["nodes", "abuse", "features"];
+const ON_REQUEST: readonly CaseName[] = ["nodes", "abuse", "features", "postgis"];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -39,14 +39,15 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     nodes, abuse and features): startup times, the load cases (reads, writes,
-                     search, createService, webhooks, memory), the collaboration sync between two
-                     portals, the read and write cases on one node beside N nodes of one
-                     PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
-                     latency of the server under each attack, beside the same without attack),
-                     and a hosted point layer loaded through applyEdits and queried, beside a
-                     direct database reader and Koop
-  --points N         points of the features case's layer (default 1000000)
+                     nodes, abuse, features and postgis): startup times, the load cases (reads,
+                     writes, search, createService, webhooks, memory), the collaboration sync
+                     between two portals, the read and write cases on one node beside N nodes of
+                     one PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
+                     latency of the server under each attack, beside the same without attack), a
+                     hosted point layer loaded through applyEdits and queried, beside a direct
+                     database reader and Koop, and the same points with polygons queried on
+                     PostgreSQL without and with PostGIS (implies --pg)
+  --points N         points of the features and postgis cases' layer (default 1000000)
   --cpu-prof DIR     write a CPU profile of the features case's portico server into DIR
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
@@ -95,7 +96,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   if (values.points !== undefined && values.cases === undefined) cases = new Set<CaseName>(["features"]);
   const attacks = attackList(values.attacks);
   const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
-  const wantsPg = values.pg || fromEnv || cases.has("nodes");
+  const wantsPg = values.pg || fromEnv || cases.has("nodes") || cases.has("postgis");
   const databaseUrl = values["database-url"] ?? (wantsPg ? (fromEnv ?? DEFAULT_DATABASE_URL) : undefined);
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new Error(`--database-url must be a postgres:// URL, got ${databaseUrl}`);

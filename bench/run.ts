@@ -31,6 +31,7 @@ import { measureNodes, type NodesFigures } from "./nodes.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
 import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
 import { isSignedInPortal, READ_PATH, readCase, writeCase } from "./portal-cases.js";
+import { measurePostgis, POSTGIS_BENCH, type PostgisFigures, postgisSummary } from "./postgis.js";
 import { cleanEnv, freePort, type ServerProcess, startServer } from "./processes.js";
 import { mb, median, ms, rate, ratio, seconds, table, verdict } from "./report.js";
 import { createStore, type Engine, type Store } from "./stores.js";
@@ -292,7 +293,30 @@ async function main(): Promise<number> {
     }
   }
 
+  const postgis: PostgisFigures[] = [];
+  if (options.cases.has("postgis") && pgEngine) {
+    section(
+      `PostGIS: ${options.points.toLocaleString("en-US")} points and ${(POSTGIS_BENCH.zonesAcross * POSTGIS_BENCH.zonesDown).toLocaleString("en-US")} octagons on PostgreSQL without and with PostGIS, queried at ${settings.connections} connections`,
+    );
+    try {
+      postgis.push(
+        ...(await measurePostgis(pgEngine, new Points(options.points), settings, {
+          start: (store) => startPortico(pgEngine, store),
+          measure,
+          say,
+        })),
+      );
+    } catch (err) {
+      failures.push(`postgis: ${(err as Error).message}`);
+      say(`  postgis: FAILED: ${(err as Error).message}`);
+    }
+  }
+
   printSummary(baselines, figures, startups, syncs, scaling);
+  if (postgis.length) {
+    say("");
+    say(postgisSummary(postgis));
+  }
   if (features.length || koop) {
     say("");
     say(featuresSummary(features, koop));

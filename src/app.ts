@@ -63,6 +63,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     dataDir: config.dataDir,
     schema: options.schema,
     queryTimeoutMs: config.databaseQueryTimeoutSeconds * 1000,
+    postgis: config.postgis,
     onAvailability: (change) => reportAvailability(change),
   });
   try {
@@ -111,6 +112,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       publicUrl,
     });
     const secure = tls ? addHttpsListener(app, tls, config) : undefined;
+    if (db.engine === "postgres") app.log.info({ postgis: db.postgis?.version ?? null }, db.postgisNote);
     if (tls && "notAfter" in tls && tls.notAfter.getTime() < Date.now() + 30 * 86_400_000) {
       app.log.warn(
         { certificate: tls.certFile, notAfter: tls.notAfter.toISOString() },

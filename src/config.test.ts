@@ -19,6 +19,7 @@ describe("loadConfig", () => {
       dataDir: "/srv/portico/data",
       databaseUrl: undefined,
       databaseQueryTimeoutSeconds: 60,
+      postgis: "auto",
       outboundAllow: [],
       trustProxy: false,
       requestTimeoutSeconds: 300,
@@ -72,9 +73,19 @@ describe("loadConfig", () => {
       "PORTICO_HEADERS_TIMEOUT_SECONDS",
     ],
     [{ PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS: "1.5" }, "PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS"],
+    [{ DATABASE_URL: "postgres://db/portico", PORTICO_POSTGIS: "yes" }, "PORTICO_POSTGIS"],
+    [{ PORTICO_POSTGIS: "on" }, "PORTICO_POSTGIS"],
   ])("refuses %o naming %s", (env, setting) => {
     expect(() => loadConfig([], env)).toThrow(ConfigError);
     expect(() => loadConfig([], env)).toThrow(new RegExp(`^${setting}:`));
+  });
+
+  it("reads PORTICO_POSTGIS with PostgreSQL, and off without it", () => {
+    expect(loadConfig([], { DATABASE_URL: "postgres://db/portico", PORTICO_POSTGIS: "on" }).postgis).toBe(
+      "on",
+    );
+    expect(loadConfig(["--postgis", "off"], { DATABASE_URL: "postgres://db/portico" }).postgis).toBe("off");
+    expect(loadConfig([], { PORTICO_POSTGIS: "off" }).postgis).toBe("off");
   });
 
   it("refuses unknown flags", () => {

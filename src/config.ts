@@ -41,6 +41,13 @@ export interface Config {
    * (a server gone without closing it) and closed; 0 for no limit. Migrations are exempt.
    */
   databaseQueryTimeoutSeconds: number;
+  /**
+   * PostgreSQL: whether hosted feature layers keep a PostGIS geometry column, indexed, which lets
+   * the database decide most of a spatial query instead of the process. `auto` uses PostGIS when
+   * the database has the extension or it can be created there; `on` requires it (the start fails
+   * otherwise); `off` never uses it. SQLite needs and uses no extension.
+   */
+  postgis: PostgisSetting;
   adminUsername: string | undefined;
   adminPassword: string | undefined;
   /** CIDRs that outbound calls may reach although private or loopback. */
@@ -93,6 +100,9 @@ export interface Config {
   preAuthUploadBudgetMB: number;
 }
 
+export const POSTGIS_SETTINGS = ["auto", "on", "off"] as const;
+export type PostgisSetting = (typeof POSTGIS_SETTINGS)[number];
+
 export class ConfigError extends Error {
   constructor(
     readonly setting: string,
@@ -119,6 +129,7 @@ const SETTINGS = {
     env: "PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS",
     flag: "database-query-timeout-seconds",
   },
+  postgis: { env: "PORTICO_POSTGIS", flag: "postgis" },
   adminUsername: { env: "PORTICO_ADMIN_USERNAME", flag: "admin-username" },
   adminPassword: { env: "PORTICO_ADMIN_PASSWORD", flag: "admin-password" },
   outboundAllow: { env: "PORTICO_OUTBOUND_ALLOW", flag: "outbound-allow" },
@@ -188,6 +199,14 @@ export function loadConfig(
   const dataDirSetting = raw("dataDir");
   const dataDir = path.resolve(cwd, dataDirSetting.value ?? "data");
   const databaseUrl = parseDatabaseUrl(raw("databaseUrl"));
+  const postgisSetting = raw("postgis");
+  const postgis = parsePostgis(postgisSetting);
+  if (postgis === "on" && databaseUrl === undefined) {
+    throw new ConfigError(
+      postgisSetting.name,
+      "is on, but PostGIS is an extension of PostgreSQL: set DATABASE_URL",
+    );
+  }
 
   const adminUsername = raw("adminUsername");
   const adminPassword = raw("adminPassword");
@@ -228,6 +247,7 @@ export function loadConfig(
     dataDir,
     databaseUrl,
     databaseQueryTimeoutSeconds: parseWhole(raw("databaseQueryTimeoutSeconds"), 60, 0, 86_400, "seconds"),
+    postgis,
     adminUsername: adminUsername.value,
     adminPassword: adminPassword.value,
     outboundAllow: parseCidrList(raw("outboundAllow")),
@@ -366,6 +386,14 @@ function parseDatabaseUrl({ value, name }: { value: string | undefined; name: st
     throw new ConfigError(name, "is not a valid URL");
   }
   return value;
+}
+
+function parsePostgis({ value, name }: { value: string | undefined; name: string }): PostgisSetting {
+  if (value === undefined) return "auto";
+  if (!(POSTGIS_SETTINGS as readonly string[]).includes(value)) {
+    throw new ConfigError(name, `must be one of ${POSTGIS_SETTINGS.join(", ")}, got ${value}`);
+  }
+  return value as PostgisSetting;
 }
 
 function parseCidrList(

@@ -183,6 +183,9 @@ describe("portico doctor", () => {
     expect(fresh.out).toMatch(
       /^warn {2}(database|data directory|migrations): .*(does not exist yet|is empty)/m,
     );
+    // A new database of a server that has PostGIS: serve will create the extension.
+    if (database)
+      expect(fresh.out).toMatch(/^ok {4}PostGIS: [\d.]+ is on the server but not in this database/m);
 
     const server = run({ ...env(), PORTICO_PORT: String(await freePort()) });
     await waitUntilUp(server);
@@ -192,8 +195,12 @@ describe("portico doctor", () => {
       expect(healthy.out).toMatch(/^ok {4}migrations: all \d+ applied$/m);
       expect(healthy.out).toMatch(/^ok {4}administrators: 1 enabled$/m);
       expect(healthy.out).toMatch(/^ok {4}webhooks: outbox: 0 events waiting; no overdue notification$/m);
-      if (database) expect(healthy.out).toMatch(/^ok {4}clock: within \d+ ms of the database's$/m);
-      else expect(healthy.out).toContain("(a portico process is serving it)");
+      if (database) {
+        expect(healthy.out).toMatch(/^ok {4}clock: within \d+ ms of the database's$/m);
+        expect(healthy.out).toMatch(
+          /^ok {4}PostGIS: [\d.]+ \(schema public\), used by hosted feature layers$/m,
+        );
+      } else expect(healthy.out).toContain("(a portico process is serving it)");
       expect(healthy.out).not.toContain("FAIL");
       // Doctor changed nothing: the server still serves.
       expect((await json(await fetch(`${server.base}/info?f=json`))).owningSystemUrl).toBeDefined();

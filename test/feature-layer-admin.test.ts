@@ -27,6 +27,8 @@ describe("layer admin: addToDefinition, updateDefinition, deleteFromDefinition o
   let owner: User;
   let server: string;
   let serial = 0;
+  /** PostgreSQL with PostGIS keeps the geometry as PostGIS reads it too (layer-store.ts). */
+  const geometryColumn = () => (portal.portico.db.postgis ? ["geom"] : []);
 
   beforeAll(async () => {
     portal = await startTestPortal();
@@ -155,6 +157,7 @@ describe("layer admin: addToDefinition, updateDefinition, deleteFromDefinition o
       "miny",
       "maxx",
       "maxy",
+      ...geometryColumn(),
       "f_note",
       "f_score",
       "f_grade",
@@ -239,7 +242,16 @@ describe("layer admin: addToDefinition, updateDefinition, deleteFromDefinition o
     // The display field named the deleted field: it falls back to the first text field.
     expect(after.displayField).toBe("name");
     expect(after.editingInfo.lastEditDate).toBeGreaterThan(before.editingInfo.lastEditDate);
-    expect(await s.columns(0)).toEqual(["objectid", "f_name", "shape", "minx", "miny", "maxx", "maxy"]);
+    expect(await s.columns(0)).toEqual([
+      "objectid",
+      "f_name",
+      "shape",
+      "minx",
+      "miny",
+      "maxx",
+      "maxy",
+      ...geometryColumn(),
+    ]);
     // Features are still edited and found by their geometry (the R*Tree triggers on SQLite).
     const moved = await portal.post(
       `${server}/services/${s.name}/FeatureServer/0/updateFeatures`,

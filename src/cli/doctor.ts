@@ -55,6 +55,7 @@ export async function doctor(config: Config): Promise<Finding[]> {
   try {
     add("ok", "database", reader.describe);
     await database(reader, add);
+    if (config.databaseUrl) await postgis(reader, config, add);
   } catch (err) {
     add("FAIL", "database", `a check failed: ${(err as Error).message}`);
   } finally {
@@ -183,6 +184,46 @@ async function database(reader: Reader, add: (level: Level, check: string, detai
     );
   } else {
     add("ok", "syncs", "no sync silent for long");
+  }
+}
+
+/**
+ * Whether `portico serve` will use PostGIS for hosted feature layers (see db/postgis.ts): the
+ * extension in the database, or on the server for serve to create. Read-only: nothing is created.
+ */
+async function postgis(
+  reader: Reader,
+  config: Config,
+  add: (level: Level, check: string, detail: string) => void,
+) {
+  if (config.postgis === "off") {
+    add("ok", "PostGIS", "not used (PORTICO_POSTGIS=off): feature layers use the index on their bounds");
+    return;
+  }
+  const [installed] = await reader.query<{ version: string; schema: string }>(
+    `SELECT e.extversion AS version, n.nspname AS schema
+     FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace WHERE e.extname = 'postgis'`,
+  );
+  if (installed) {
+    add("ok", "PostGIS", `${installed.version} (schema ${installed.schema}), used by hosted feature layers`);
+    return;
+  }
+  const [available] = await reader.query<{ version: string }>(
+    "SELECT default_version AS version FROM pg_available_extensions WHERE name = 'postgis'",
+  );
+  const level = config.postgis === "on" ? "FAIL" : "warn";
+  if (available) {
+    add(
+      config.postgis === "on" ? "warn" : "ok",
+      "PostGIS",
+      `${available.version} is on the server but not in this database: \`portico serve\` creates it at start if its user may (CREATE EXTENSION postgis), else a superuser can`,
+    );
+  } else {
+    add(
+      level,
+      "PostGIS",
+      `not on the database server${config.postgis === "on" ? ", and PORTICO_POSTGIS is on: serve will not start" : ""}; feature layers use the index on their bounds (the postgresql-<version>-postgis-3 package adds it)`,
+    );
   }
 }
 

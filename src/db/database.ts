@@ -3,8 +3,10 @@ import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
+import type { PostgisSetting } from "../config.js";
 import { Availability, type AvailabilityChange, ReachabilityCheck } from "./availability.js";
 import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
+import { type Postgis, preparePostgis } from "./postgis.js";
 import type { Database } from "./schema.js";
 
 export type Engine = "sqlite" | "postgres";
@@ -29,6 +31,10 @@ export interface Db {
   engine: Engine;
   /** The PostgreSQL schema portico's tables live in; undefined on SQLite. */
   schema: string | undefined;
+  /** PostGIS, when portico uses it (PostgreSQL only; see postgis.ts). */
+  postgis: Postgis | undefined;
+  /** Whether PostGIS is used, and if not why, in a sentence for the log and `portico doctor`. */
+  postgisNote: string;
   /**
    * For reads outside a transaction. Writes go through `transaction` (or `migrate`): on SQLite this
    * is a separate read connection, so reads never wait behind a committing write (WAL).
@@ -71,6 +77,12 @@ export interface DbOptions {
    * server closed) and when it is back: once each per outage.
    */
   onAvailability?: (change: AvailabilityChange) => void;
+  /**
+   * PostgreSQL: whether to use PostGIS (`PORTICO_POSTGIS`); `auto` when not given, as `serve`
+   * decides by default, so that a tool opening the database and migrating it does not drop the
+   * geometry columns a server keeps (see `syncSpatialStorage`).
+   */
+  postgis?: PostgisSetting;
 }
 
 export async function openDatabase(options: DbOptions): Promise<Db> {
@@ -80,6 +92,7 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
       options.schema,
       options.queryTimeoutMs ?? 0,
       options.onAvailability,
+      options.postgis ?? "auto",
     );
   }
   return openSqlite(options.dataDir);
@@ -104,6 +117,8 @@ async function openSqlite(dataDir: string): Promise<Db> {
   return {
     engine: "sqlite",
     schema: undefined,
+    postgis: undefined,
+    postgisNote: "PostGIS not used (SQLite: its R*Tree serves)",
     kysely: reader,
     writer,
     feed,
@@ -245,6 +260,7 @@ async function openPostgres(
   schema: string | undefined,
   queryTimeoutMs: number,
   onAvailability: ((change: AvailabilityChange) => void) | undefined,
+  postgisSetting: PostgisSetting,
 ): Promise<Db> {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
     throw new Error(`invalid PostgreSQL schema name: ${schema}`);
@@ -301,9 +317,16 @@ async function openPostgres(
   }
   let current: string;
   let feed: ChangeFeed;
+  let spatial: Awaited<ReturnType<typeof preparePostgis>>;
   try {
     const { rows } = await pool.query<{ schema: string | null }>("SELECT current_schema() AS schema");
     current = rows[0]?.schema ?? "public";
+    const client = await pool.connect();
+    try {
+      spatial = await preparePostgis(client, postgisSetting, current);
+    } finally {
+      client.release();
+    }
     feed = await ChangeFeed.start({
       connection: pgConnection(url, undefined),
       schema: current,
@@ -333,6 +356,8 @@ async function openPostgres(
   return {
     engine: "postgres",
     schema: current,
+    postgis: spatial.postgis,
+    postgisNote: spatial.note,
     kysely,
     writer,
     feed,

@@ -1,5 +1,6 @@
 import type { Kysely, Migration, MigrationProvider } from "kysely";
 import { Migrator } from "kysely";
+import { syncSpatialStorage } from "../features/layer-store.js";
 import type { Db, Engine } from "./database.js";
 import * as m0001 from "./migrations/0001-initial.js";
 import * as m0002 from "./migrations/0002-content.js";
@@ -61,9 +62,14 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
   return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
+/**
+ * Applies the pending migrations, then brings the layer tables in line with whether PostGIS is
+ * used (`syncSpatialStorage`), which can change between starts without a migration.
+ */
 export async function migrateToLatest(db: Db): Promise<string[]> {
   const { error, results } = await surviving(() => migratorOf(db).migrateToLatest());
   if (error) throw error;
+  await syncSpatialStorage(db);
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
 

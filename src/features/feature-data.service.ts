@@ -207,6 +207,7 @@ export class FeatureDataService {
     return {
       q: this.db.kysely,
       engine: this.db.engine,
+      postgis: this.db.postgis,
       itemId: open.row.item_id,
       schema: open.schema,
       now: Date.now(),
@@ -433,7 +434,7 @@ export class FeatureDataService {
     const only = restrictions.update ?? restrictions.delete;
     const now = Date.now();
     const options: EditOptions = {
-      engine: this.db.engine,
+      store: this.db,
       itemId: open.row.item_id,
       now,
       ...(caller ? { editor: caller.username } : {}),
@@ -546,7 +547,7 @@ export class FeatureDataService {
         let anyFailed = false;
         for (const plan of plans) {
           const applied = await applyLayerEdits(trx, plan.open.schema, plan.edits, {
-            engine: this.db.engine,
+            store: this.db,
             itemId: plan.open.row.item_id,
             now,
             ...(caller ? { editor: caller.username } : {}),

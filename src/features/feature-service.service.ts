@@ -325,7 +325,7 @@ export class FeatureServiceService {
       const result = addLayerFields(service, id, add, { hasRows });
       if (result.added.length === 0) return result.service;
       if (!storage) {
-        await createLayerStorage(at.trx, this.db.engine, at.itemId, result.schema, at.now);
+        await createLayerStorage(at.trx, this.db, at.itemId, result.schema, at.now);
         return result.service;
       }
       await addFieldColumns(at.trx, this.db.engine, at.itemId, id, result.added);
@@ -351,7 +351,7 @@ export class FeatureServiceService {
       const result = deleteLayerFields(service, id, del);
       if (result.dropped.length === 0) return result.service;
       if (!(await hasLayerStorage(at.trx, at.itemId, id))) {
-        await createLayerStorage(at.trx, this.db.engine, at.itemId, result.schema, at.now);
+        await createLayerStorage(at.trx, this.db, at.itemId, result.schema, at.now);
         return result.service;
       }
       await dropFieldColumns(at.trx, at.itemId, id, result.dropped);
@@ -373,7 +373,7 @@ export class FeatureServiceService {
       const hasRows = storage && (await layerHasRows(at.trx, at.itemId, id));
       const result = updateLayerDefinition(service, id, update, { hasRows });
       if (!storage) {
-        await createLayerStorage(at.trx, this.db.engine, at.itemId, result.schema, at.now);
+        await createLayerStorage(at.trx, this.db, at.itemId, result.schema, at.now);
         return result.service;
       }
       for (const field of result.required) {
@@ -430,13 +430,7 @@ export class FeatureServiceService {
     ] as const) {
       for (const layer of list) {
         if (had.has(layer.id)) continue;
-        await createLayerStorage(
-          trx,
-          this.db.engine,
-          itemId,
-          layerSchema(layer, kind, after.definition),
-          now,
-        );
+        await createLayerStorage(trx, this.db, itemId, layerSchema(layer, kind, after.definition), now);
       }
     }
   }

@@ -1,8 +1,19 @@
 import { CompiledQuery, type Kysely, type RawBuilder, sql } from "kysely";
-import type { Engine, Queryable } from "../db/database.js";
+import type { Db, Engine, Queryable } from "../db/database.js";
+import type { Postgis } from "../db/postgis.js";
 import { deleteFeatureAttachments, deleteLayerAttachments } from "./attachment-store.js";
 import { type Bounds, boundsOf, type Geometry } from "./geometry/esri-json.js";
-import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "./layer-schema.js";
+import { esriWkb } from "./geometry/wkb.js";
+import {
+  type LayerField,
+  type LayerSchema,
+  layerSchema,
+  OID_COLUMN,
+  SchemaError,
+  SHAPE_COLUMN,
+} from "./layer-schema.js";
+import { layerReference } from "./query/layer-query.js";
+import type { LayerDefinition, ServiceProperties } from "./service-definition.js";
 
 /**
  * The tables that hold the rows of hosted layers and tables, on SQLite and PostgreSQL.
@@ -13,10 +24,16 @@ import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "./l
  *
  * The spatial index is over those bounds. SQLite: an R*Tree (`<table>_rt`) kept by triggers, so
  * that no write can forget it; it stores 32-bit floats rounded outwards, so it finds a superset
- * and the exact bounds are compared on the table's own columns. PostgreSQL: a GiST index on the
- * built-in `box` of the bounds (no extension needed); `&&` on boxes of doubles is exact. Exact
- * relations (a polygon that intersects a query polygon, not only its box) are computed in the
- * process, the same code for both engines, so both answer the same rows.
+ * and the exact bounds are compared on the table's own columns. PostgreSQL without PostGIS: a GiST
+ * index on the built-in `box` of the bounds (no extension needed); its `&&` compares with a
+ * tolerance of 1e-6, so there too the table's columns decide. Exact relations (a polygon that intersects a query polygon, not only its box) are
+ * computed in the process, the same code for both engines, so both answer the same rows.
+ *
+ * PostgreSQL with PostGIS (db/postgis.ts): the table also has `geom`, the same geometry as PostGIS
+ * reads it (wkb.ts; in the layer's EPSG code, `layerSrid`), written by the same statements as
+ * `shape`, with a GiST index in place of the one on boxes; the query lets the database settle what
+ * it can (run-query.ts). `syncSpatialStorage` adds the column to tables made without it, and drops
+ * it when PostGIS is no longer used, so a table never holds a `geom` that writes did not keep.
  *
  * Every function takes a transaction or the database and does no more than its statement says:
  * callers keep a change and its bookkeeping in one transaction.
@@ -35,6 +52,30 @@ export function tableName(itemId: string, layerId: number): string {
 }
 
 const id = (name: string) => sql.id(name);
+
+/** Where layer tables are kept: the engine, and PostGIS when it is used (`Db` is one). */
+export type LayerStore = Pick<Db, "engine" | "postgis">;
+
+/** The geometry column kept beside `shape` when PostGIS is used. */
+export const GEOMETRY_COLUMN = "geom";
+
+/**
+ * The SRID of a layer's `geom`: its spatial reference's EPSG code (Web Mercator's Esri codes give
+ * 3857), or 0 for one without (an Esri code, a WKT). Queries give their geometries the same.
+ */
+export function layerSrid(schema: LayerSchema): number {
+  const wkid = layerReference(schema).reference.wkid;
+  // PostGIS takes SRIDs up to 999,999; EPSG codes are far below.
+  return wkid !== undefined && wkid > 0 && wkid < 999_999 ? wkid : 0;
+}
+
+/** SQL text of `geom`'s value from WKB in the positional parameter `parameter` (`$7`). */
+const geometryFromWkb = (postgis: Postgis, parameter: string, srid: number) =>
+  `${postgis.schema}.ST_GeomFromWKB(${parameter}::bytea, ${srid})`;
+
+/** `geom`'s value from WKB, or null. */
+const geometryValue = (postgis: Postgis, wkb: Buffer | null, srid: number): RawBuilder<unknown> =>
+  sql`${sql.raw(`${postgis.schema}.ST_GeomFromWKB(`)}${wkb}${sql.raw(`::bytea, ${srid})`)}`;
 
 /**
  * The bounds of a geometry, in this order. Not `xmin` and friends: PostgreSQL has system columns
@@ -83,11 +124,12 @@ function columnDdl(engine: Engine, field: LayerField): RawBuilder<unknown> {
 /** Creates the table (and index) of a layer, and its entry in `feature_layers`. */
 export async function createLayerStorage(
   q: AnyQueryable,
-  engine: Engine,
+  store: LayerStore,
   itemId: string,
   schema: LayerSchema,
   now: number,
 ): Promise<void> {
+  const { engine, postgis } = store;
   const table = tableName(itemId, schema.id);
   const columns: RawBuilder<unknown>[] = [
     sql`${id(OID_COLUMN)} ${sql.raw(engine === "postgres" ? "bigint" : "INTEGER")} PRIMARY KEY`,
@@ -97,6 +139,7 @@ export async function createLayerStorage(
   if (schema.geometryType) {
     columns.push(sql`${id(SHAPE_COLUMN)} ${sql.raw(engine === "postgres" ? "text" : "TEXT")}`);
     for (const c of BOUNDS_COLUMNS) columns.push(sql`${id(c)} ${sql.raw(real)}`);
+    if (postgis) columns.push(sql`${id(GEOMETRY_COLUMN)} ${sql.raw(`${postgis.schema}.geometry`)}`);
   }
   await sql`CREATE TABLE ${id(table)} (${sql.join(columns)})`.execute(q);
   if (schema.geometryType) {
@@ -119,16 +162,28 @@ export async function createLayerStorage(
             WHERE new.minx IS NOT NULL;
         END
       `.execute(q);
+    } else if (postgis) {
+      await createGeometryIndex(q, table);
     } else {
-      await sql`
-        CREATE INDEX ${id(`${table}_box`)} ON ${id(table)}
-        USING gist (box(point(minx, miny), point(maxx, maxy)))
-      `.execute(q);
+      await createBoxIndex(q, table);
     }
   }
   await sql`
     INSERT INTO feature_layers (item_id, layer_id, table_name, last_edit_date, data_last_edit_date, next_object_id)
     VALUES (${itemId}, ${schema.id}, ${table}, ${now}, ${now}, 1)
+  `.execute(q);
+}
+
+async function createBoxIndex(q: AnyQueryable, table: string): Promise<void> {
+  await sql`
+    CREATE INDEX IF NOT EXISTS ${id(`${table}_box`)} ON ${id(table)}
+    USING gist (box(point(minx, miny), point(maxx, maxy)))
+  `.execute(q);
+}
+
+async function createGeometryIndex(q: AnyQueryable, table: string): Promise<void> {
+  await sql`
+    CREATE INDEX IF NOT EXISTS ${id(`${table}_geom`)} ON ${id(table)} USING gist (${id(GEOMETRY_COLUMN)})
   `.execute(q);
 }
 
@@ -320,6 +375,16 @@ function shapeValues(geometry: Geometry | null): (string | number | null)[] {
   return [shapeText(geometry), b.xmin, b.ymin, b.xmax, b.ymax];
 }
 
+/** A stored geometry as the query code handles it: Esri JSON with its type and flags (`shapeText`'s inverse). */
+export function readShape(text: unknown, schema: LayerSchema): Geometry | null {
+  if (typeof text !== "string" || !schema.geometryType) return null;
+  const g = JSON.parse(text) as Record<string, unknown>;
+  g.type = schema.geometryType;
+  g.hasZ = g.hasZ === true;
+  g.hasM = g.hasM === true;
+  return g as unknown as Geometry;
+}
+
 /** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_PARAMETERS = 30_000;
 
@@ -332,22 +397,26 @@ const MAX_PARAMETERS = 30_000;
  */
 export async function insertRows(
   q: AnyQueryable,
-  engine: Engine,
+  store: LayerStore,
   itemId: string,
   schema: LayerSchema,
   rows: readonly RowWrite[],
 ): Promise<void> {
   if (rows.length === 0) return;
+  const { engine } = store;
   const table = tableName(itemId, schema.id);
   const fields = schema.fields.filter((f) => f.column !== OID_COLUMN);
+  const postgis = schema.geometryType ? store.postgis : undefined;
+  const srid = postgis ? layerSrid(schema) : 0;
   // Column names come from the layer schema (`f_<name>`, checked there), quoted as identifiers.
   const names = [OID_COLUMN, ...fields.map((f) => f.column)];
   if (schema.geometryType) names.push(SHAPE_COLUMN, ...BOUNDS_COLUMNS);
+  if (postgis) names.push(GEOMETRY_COLUMN);
   const head = `INSERT INTO "${table}" (${names.map((n) => `"${n.replaceAll('"', '""')}"`).join(", ")}) VALUES `;
   const perStatement = Math.max(1, Math.floor(MAX_PARAMETERS / names.length));
   for (let start = 0; start < rows.length; start += perStatement) {
     const batch = rows.slice(start, start + perStatement);
-    const parameters: (string | number | null)[] = [];
+    const parameters: (string | number | Buffer | null)[] = [];
     const tuples: string[] = [];
     for (const row of batch) {
       const first = parameters.length;
@@ -356,6 +425,17 @@ export async function insertRows(
       if (schema.geometryType) parameters.push(...shapeValues(row.geometry ?? null));
       const marks: string[] = [];
       for (let i = first + 1; i <= parameters.length; i++) marks.push(engine === "postgres" ? `$${i}` : "?");
+      if (postgis && schema.geometryType === "esriGeometryPoint") {
+        // A point is its bounds' corner: the parameters already bound for minx and miny make it,
+        // with no WKB to build and send (most bulk loads are points).
+        const minx = parameters.length - 3;
+        marks.push(
+          `${postgis.schema}.ST_SetSRID(${postgis.schema}.ST_MakePoint($${minx}::float8, $${minx + 1}::float8), ${srid})`,
+        );
+      } else if (postgis) {
+        parameters.push(row.geometry ? esriWkb(row.geometry) : null);
+        marks.push(geometryFromWkb(postgis, `$${parameters.length}`, srid));
+      }
       tuples.push(`(${marks.join(", ")})`);
     }
     await q.executeQuery(CompiledQuery.raw(head + tuples.join(", "), parameters));
@@ -365,6 +445,7 @@ export async function insertRows(
 /** Updates one row; false when no row has that object id. */
 export async function updateRow(
   q: AnyQueryable,
+  store: LayerStore,
   itemId: string,
   schema: LayerSchema,
   row: RowWrite,
@@ -382,6 +463,10 @@ export async function updateRow(
       sql`maxx = ${maxx}`,
       sql`maxy = ${maxy}`,
     );
+    if (store.postgis) {
+      const wkb = row.geometry ? esriWkb(row.geometry) : null;
+      sets.push(sql`${id(GEOMETRY_COLUMN)} = ${geometryValue(store.postgis, wkb, layerSrid(schema))}`);
+    }
   }
   if (sets.length === 0) {
     const found =
@@ -457,4 +542,126 @@ export async function objectIdsByGlobalId(
     for (const r of result.rows) out.set(r.gid, Number(r.objectid));
   }
   return out;
+}
+
+/** Rows whose `geom` one statement fills when a table gets the column. */
+const BACKFILL_BATCH = 5_000;
+
+interface SpatialTable {
+  table_name: string;
+  item_id: string;
+  layer_id: number;
+  has_geom: boolean;
+  has_geom_index: boolean;
+  has_box_index: boolean;
+}
+
+/** The layer's schema as its service's definition gives it now, for its SRID; undefined if unreadable. */
+async function storedSchema(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+): Promise<LayerSchema | undefined> {
+  const found = await sql<{ definition: string; layers: string }>`
+    SELECT definition, layers FROM feature_services WHERE item_id = ${itemId}
+  `.execute(q);
+  const row = found.rows[0];
+  if (!row) return undefined;
+  const layer = (JSON.parse(row.layers) as LayerDefinition[]).find((l) => l.id === layerId);
+  if (!layer) return undefined;
+  try {
+    return layerSchema(layer, "layer", JSON.parse(row.definition) as ServiceProperties);
+  } catch (err) {
+    if (err instanceof SchemaError) return undefined;
+    throw err;
+  }
+}
+
+/** Gives a table made without PostGIS its `geom`, filled from `shape`, and the index on it. */
+async function addGeometryColumn(q: AnyQueryable, postgis: Postgis, t: SpatialTable): Promise<void> {
+  const table = t.table_name;
+  const schema = await storedSchema(q, t.item_id, Number(t.layer_id));
+  const srid = schema ? layerSrid(schema) : 0;
+  await sql`ALTER TABLE ${id(table)} ADD COLUMN ${id(GEOMETRY_COLUMN)} ${sql.raw(`${postgis.schema}.geometry`)}`.execute(
+    q,
+  );
+  for (let after = 0; ; ) {
+    const rows = await sql<{ objectid: number; shape: string }>`
+      SELECT ${id(OID_COLUMN)} AS objectid, ${id(SHAPE_COLUMN)} AS shape FROM ${id(table)}
+      WHERE ${id(OID_COLUMN)} > ${after} AND ${id(SHAPE_COLUMN)} IS NOT NULL
+      ORDER BY ${id(OID_COLUMN)} LIMIT ${BACKFILL_BATCH}
+    `.execute(q);
+    if (rows.rows.length === 0) break;
+    const ids = rows.rows.map((r) => Number(r.objectid));
+    const wkbs = rows.rows.map((r) => esriWkb(storedGeometry(r.shape)));
+    await sql`
+      UPDATE ${id(table)} SET ${id(GEOMETRY_COLUMN)} = ${sql.raw(`${postgis.schema}.ST_GeomFromWKB(v.wkb, ${srid})`)}
+      FROM unnest(${ids}::bigint[], ${wkbs}::bytea[]) AS v(id, wkb)
+      WHERE ${id(table)}.${id(OID_COLUMN)} = v.id
+    `.execute(q);
+    after = ids[ids.length - 1] as number;
+    if (rows.rows.length < BACKFILL_BATCH) break;
+  }
+}
+
+/** A stored shape with the type its members imply (the backfill may not be able to read the layer's schema). */
+function storedGeometry(text: string): Geometry {
+  const g = JSON.parse(text) as Record<string, unknown>;
+  g.type =
+    "rings" in g
+      ? "esriGeometryPolygon"
+      : "paths" in g
+        ? "esriGeometryPolyline"
+        : "points" in g
+          ? "esriGeometryMultipoint"
+          : "esriGeometryPoint";
+  return g as unknown as Geometry;
+}
+
+/**
+ * Brings every layer table in line with whether PostGIS is used, at start-up after the migrations:
+ * with PostGIS, a table made without it (before PostGIS was installed or turned on) gets `geom`,
+ * filled from `shape`, and its index, and loses the index on boxes it no longer needs; without
+ * it, a table loses a `geom` that writes would no longer keep, and gets the index on boxes back.
+ * Nothing happens when every table is as it should be, the usual case. One transaction, under a
+ * lock per schema, so nodes starting together do it once. Answers how many tables changed.
+ *
+ * Every node of a deployment must use PostGIS alike (same PORTICO_POSTGIS, one database): a node
+ * without it would write rows without `geom`.
+ */
+export async function syncSpatialStorage(db: Db): Promise<number> {
+  if (db.engine !== "postgres") return 0;
+  const { postgis } = db;
+  return db.writer.transaction().execute(async (trx) => {
+    await sql`SELECT pg_advisory_xact_lock(hashtext('portico:layer-geometry'), hashtext(current_schema()))`.execute(
+      trx,
+    );
+    const named = (suffix: string) => sql`to_regclass(quote_ident(f.table_name || ${suffix})) IS NOT NULL`;
+    const column = (name: string) => sql`EXISTS (
+      SELECT 1 FROM pg_attribute a
+      WHERE a.attrelid = to_regclass(quote_ident(f.table_name)) AND a.attname = ${name} AND NOT a.attisdropped
+    )`;
+    const found = await sql<SpatialTable>`
+      SELECT f.table_name, f.item_id, f.layer_id, ${column(GEOMETRY_COLUMN)} AS has_geom,
+        ${named("_geom")} AS has_geom_index, ${named("_box")} AS has_box_index
+      FROM feature_layers f WHERE ${column(SHAPE_COLUMN)}
+    `.execute(trx);
+    let changed = 0;
+    for (const t of found.rows) {
+      const table = t.table_name;
+      if (postgis) {
+        if (t.has_geom && t.has_geom_index && !t.has_box_index) continue;
+        if (!t.has_geom) await addGeometryColumn(trx, postgis, t);
+        await createGeometryIndex(trx, table);
+        await sql`DROP INDEX IF EXISTS ${id(`${table}_box`)}`.execute(trx);
+      } else {
+        if (!t.has_geom && t.has_box_index) continue;
+        // The column's index goes with it.
+        await sql`ALTER TABLE ${id(table)} DROP COLUMN IF EXISTS ${id(GEOMETRY_COLUMN)}`.execute(trx);
+        await createBoxIndex(trx, table);
+      }
+      changed++;
+    }
+    return changed;
+  });
 }

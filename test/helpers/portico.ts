@@ -79,6 +79,11 @@ export function testConfig(store: TestStore, env: Record<string, string> = {}): 
     PORTICO_ADMIN_PASSWORD: ADMIN.password,
     PORTICO_LOG_LEVEL: "silent",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    // PostgreSQL runs use PostGIS where the database has it (auto); PORTICO_TEST_POSTGIS=off runs
+    // them on the bounds index alone, as on a server without PostGIS.
+    ...(databaseUrl && process.env.PORTICO_TEST_POSTGIS
+      ? { PORTICO_POSTGIS: process.env.PORTICO_TEST_POSTGIS }
+      : {}),
     ...env,
   });
 }

@@ -53,7 +53,8 @@ export async function up(db: Kysely<unknown>, engine: Engine): Promise<void> {
         if (err instanceof SchemaError) continue;
         throw err;
       }
-      await createLayerStorage(db, engine, service.item_id, schema, now);
+      // Without PostGIS here: the start-up's syncSpatialStorage, after the migrations, adds it.
+      await createLayerStorage(db, { engine, postgis: undefined }, service.item_id, schema, now);
     }
   }
 }

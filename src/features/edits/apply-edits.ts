@@ -1,4 +1,4 @@
-import type { Engine, Queryable } from "../../db/database.js";
+import type { Queryable } from "../../db/database.js";
 import { errors } from "../../errors.js";
 import { boundsOf, type Geometry } from "../geometry/esri-json.js";
 import { projectGeometry, resolveSpatialReference } from "../geometry/projection.js";
@@ -8,6 +8,7 @@ import {
   deleteRows,
   existingRows,
   insertRows,
+  type LayerStore,
   objectIdsByGlobalId,
   type RowWrite,
   updateRow,
@@ -53,7 +54,7 @@ export interface LayerEditResults {
 }
 
 export interface EditOptions {
-  engine: Engine;
+  store: LayerStore;
   itemId: string;
   now: number;
   /** The editing user, for editor tracking; undefined for anonymous edits. */
@@ -194,7 +195,7 @@ export async function applyLayerEdits(
     rows.push({ objectId, columns: add.columns, geometry: add.geometry });
     addResults.push(succeeded(objectId, add.globalId ?? null));
   }
-  await insertRows(trx, options.engine, itemId, schema, rows);
+  await insertRows(trx, options.store, itemId, schema, rows);
 
   // Updates: one at a time (each names its own columns), after resolving GlobalIDs in one query.
   const updates: (CheckedUpdate | EditError)[] = edits.updates.map((feature) => {
@@ -242,7 +243,7 @@ export async function applyLayerEdits(
       updateResults.push(missing);
       continue;
     }
-    const written = await updateRow(trx, itemId, schema, {
+    const written = await updateRow(trx, options.store, itemId, schema, {
       objectId,
       columns: update.columns,
       ...(update.geometry !== undefined ? { geometry: update.geometry } : {}),

@@ -1,10 +1,13 @@
 import { CompiledQuery } from "kysely";
 import type { Engine, Queryable } from "../../db/database.js";
+import type { Postgis } from "../../db/postgis.js";
 import { errors } from "../../errors.js";
 import { type Bounds, boundsOf, type Geometry } from "../geometry/esri-json.js";
+import { type Margin, queryMargins } from "../geometry/margins.js";
 import { prepareFilter } from "../geometry/relate.js";
+import { polygonWkb } from "../geometry/wkb.js";
 import { type LayerField, type LayerSchema, OID_COLUMN, SHAPE_COLUMN } from "../layer-schema.js";
-import { tableName } from "../layer-store.js";
+import { GEOMETRY_COLUMN, layerSrid, readShape, tableName } from "../layer-store.js";
 import type { LayerQuery } from "./layer-query.js";
 import { direction, orderTerm, sortKey } from "./order.js";
 import { statisticsOf as runStatistics } from "./statistics.js";
@@ -15,6 +18,12 @@ import { compileWhere, describeWhereError, type WhereField } from "./where.js";
  * `where`, object ids, bounds against the spatial index, order, paging, counts, statistics);
  * what cannot, the exact spatial relation of a stored geometry, is decided here, in the same code
  * for both engines, on the candidates the index found, read in batches.
+ *
+ * With PostGIS, an Intersects query (the relation of every map and most clients) is decided in
+ * the database but for the features near the query geometry's boundary (margins.ts): those are
+ * related here, and their object ids join the statement. Counts, pages and statistics are then
+ * SQL again, and only the features asked for travel. The other relations relate here, on the
+ * candidates PostGIS's index finds.
  */
 
 /** A stored row as read: attributes by field name, and the geometry when asked for. */
@@ -81,10 +90,42 @@ export interface QueryContext {
   now: number;
   /** Extra condition from ownership-based access control: only rows whose creator is this user. */
   creator?: { field: LayerField; username: string };
+  /** PostGIS, when the layer tables have `geom` (db/postgis.ts). */
+  postgis: Postgis | undefined;
+}
+
+/** An Intersects filter decided by the database (see `runQuery`). */
+interface DatabaseDecision {
+  postgis: Postgis;
+  /** Inside the query geometry with a margin: features that meet it match; null if there is none. */
+  inner: Margin | null;
+  /** The features between the margins that match, as related in the process. */
+  nearMatches: number[];
+}
+
+/** A query as it runs: its context, and the database's part of its spatial filter when it has one. */
+type Run = QueryContext & { decided?: DatabaseDecision };
+
+/** Appends a margin in the layer's SRID: a box, or polygons as WKB. */
+function addMargin(s: Statement, postgis: Postgis, margin: Margin, srid: number): void {
+  if ("box" in margin) {
+    const b = margin.box;
+    s.add(`${postgis.schema}.ST_MakeEnvelope(`)
+      .number(b.xmin)
+      .add(", ")
+      .number(b.ymin)
+      .add(", ")
+      .number(b.xmax)
+      .add(", ")
+      .number(b.ymax)
+      .add(`, ${srid})`);
+  } else {
+    s.add(`${postgis.schema}.ST_GeomFromWKB(`).value(polygonWkb(margin.polygons)).add(`::bytea, ${srid})`);
+  }
 }
 
 /** FROM and WHERE of the query: every SQL-decidable filter. */
-function filtered(ctx: QueryContext, query: LayerQuery): Statement {
+function filtered(ctx: Run, query: LayerQuery): Statement {
   const table = tableName(ctx.itemId, ctx.schema.id);
   const s = new Statement(ctx.engine).add(` FROM ${quote(table)} t WHERE 1=1`);
   if (query.where.trim() !== "") {
@@ -124,9 +165,14 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
       s.add(" AND (");
       boxes.forEach((b, i) => {
         if (i > 0) s.add(" OR ");
-        if (ctx.engine === "sqlite") {
-          // The R*Tree finds candidates (its 32-bit bounds are rounded outwards); the table's own
-          // doubles decide.
+        // The index finds candidates and the table's own doubles decide: the R*Tree and PostGIS's
+        // index hold 32-bit boxes rounded outwards, and PostgreSQL's `&&` on its built-in boxes
+        // takes boxes less than 1e-6 apart for overlapping (its geometric types compare with
+        // that tolerance).
+        if (ctx.postgis) {
+          s.add(`(t.${quote(GEOMETRY_COLUMN)} OPERATOR(${ctx.postgis.schema}.&&) `);
+          addMargin(s, ctx.postgis, { box: b }, layerSrid(ctx.schema));
+        } else if (ctx.engine === "sqlite") {
           s.add(`(t.${quote(OID_COLUMN)} IN (SELECT id FROM ${quote(`${table}_rt`)} WHERE xmax >= `)
             .number(b.xmin)
             .add(" AND xmin <= ")
@@ -135,17 +181,9 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
             .number(b.ymin)
             .add(" AND ymin <= ")
             .number(b.ymax)
-            .add(") AND t.maxx >= ")
-            .number(b.xmin)
-            .add(" AND t.minx <= ")
-            .number(b.xmax)
-            .add(" AND t.maxy >= ")
-            .number(b.ymin)
-            .add(" AND t.miny <= ")
-            .number(b.ymax)
             .add(")");
         } else {
-          s.add("box(point(t.minx, t.miny), point(t.maxx, t.maxy)) && box(point(")
+          s.add("(box(point(t.minx, t.miny), point(t.maxx, t.maxy)) && box(point(")
             .number(b.xmin)
             .add(", ")
             .number(b.ymin)
@@ -155,9 +193,30 @@ function filtered(ctx: QueryContext, query: LayerQuery): Statement {
             .number(b.ymax)
             .add("))");
         }
+        s.add(" AND t.maxx >= ")
+          .number(b.xmin)
+          .add(" AND t.minx <= ")
+          .number(b.xmax)
+          .add(" AND t.maxy >= ")
+          .number(b.ymin)
+          .add(" AND t.miny <= ")
+          .number(b.ymax)
+          .add(")");
       });
       s.add(")");
     }
+  }
+  if (ctx.decided) {
+    const { postgis, inner, nearMatches } = ctx.decided;
+    s.add(" AND (");
+    if (inner) {
+      s.add(`${postgis.schema}.ST_Intersects(t.${quote(GEOMETRY_COLUMN)}, `);
+      addMargin(s, postgis, inner, layerSrid(ctx.schema));
+      s.add(") OR ");
+    }
+    s.add(`t.${quote(OID_COLUMN)} = ANY(CAST(`)
+      .value(nearMatches)
+      .add(" AS bigint[])))");
   }
   return s;
 }
@@ -169,7 +228,7 @@ function orderBy(engine: Engine, query: LayerQuery): string {
   return ` ORDER BY ${parts.join(", ")}`;
 }
 
-async function rowsOf(ctx: QueryContext, s: Statement): Promise<Record<string, unknown>[]> {
+async function rowsOf(ctx: Run, s: Statement): Promise<Record<string, unknown>[]> {
   try {
     const result = await ctx.q.executeQuery(CompiledQuery.raw(s.text, s.parameters));
     return result.rows as Record<string, unknown>[];
@@ -185,16 +244,6 @@ async function rowsOf(ctx: QueryContext, s: Statement): Promise<Record<string, u
 
 /** PostgreSQL's SQLSTATE for numeric_value_out_of_range. */
 const NUMERIC_VALUE_OUT_OF_RANGE = "22003";
-
-/** A stored geometry as the query code handles it: Esri JSON with its type and flags. */
-export function readShape(text: unknown, schema: LayerSchema): Geometry | null {
-  if (typeof text !== "string" || !schema.geometryType) return null;
-  const g = JSON.parse(text) as Record<string, unknown>;
-  g.type = schema.geometryType;
-  g.hasZ = g.hasZ === true;
-  g.hasM = g.hasM === true;
-  return g as unknown as Geometry;
-}
 
 /** Attribute values as ArcGIS answers them: numbers for integer, double and date columns. */
 function attributeValue(field: LayerField, value: unknown): unknown {
@@ -244,7 +293,7 @@ function objectIdOf(row: Record<string, unknown>, fields: readonly LayerField[])
  * `keep` for each until it answers false. The candidates come in the query's order.
  */
 async function eachExactMatch(
-  ctx: QueryContext,
+  ctx: Run,
   query: LayerQuery,
   fields: readonly LayerField[],
   keep: (row: Record<string, unknown>, geometry: Geometry | null) => boolean,
@@ -279,7 +328,102 @@ async function eachExactMatch(
 
 const needsExact = (query: LayerQuery) => query.spatial !== undefined && !query.spatial.boxesDecide;
 
+/**
+ * Whether the database may decide the query's spatial filter with PostGIS. Intersects only, and
+ * not a point query on polygons: the process decides that one by the odd-even rule over all the
+ * rings (rings.ts), which reads some invalid polygons otherwise than GEOS does.
+ */
+function databaseDecides(ctx: QueryContext, query: LayerQuery): ctx is QueryContext & { postgis: Postgis } {
+  const spatial = query.spatial;
+  return (
+    ctx.postgis !== undefined &&
+    spatial !== undefined &&
+    !spatial.boxesDecide &&
+    spatial.rel === "esriSpatialRelIntersects" &&
+    !(spatial.geometry.type === "esriGeometryPoint" && ctx.schema.geometryType === "esriGeometryPolygon")
+  );
+}
+
+/**
+ * The object ids of the features that meet `outer` but not `inner` (near the query geometry's
+ * boundary) and that intersect the query geometry as the process relates them.
+ */
+async function nearMatchesOf(
+  ctx: QueryContext & { postgis: Postgis },
+  query: LayerQuery,
+  outer: Margin,
+  inner: Margin | null,
+): Promise<number[]> {
+  const spatial = query.spatial;
+  if (!spatial) throw new Error("nearMatchesOf without a spatial filter");
+  const matches = prepareFilter(spatial.geometry, spatial.rel);
+  const srid = layerSrid(ctx.schema);
+  const geom = `t.${quote(GEOMETRY_COLUMN)}`;
+  const base = filtered(ctx, query).add(` AND ${ctx.postgis.schema}.ST_Intersects(${geom}, `);
+  addMargin(base, ctx.postgis, outer, srid);
+  base.add(")");
+  if (inner) {
+    base.add(` AND NOT ${ctx.postgis.schema}.ST_Intersects(${geom}, `);
+    addMargin(base, ctx.postgis, inner, srid);
+    base.add(")");
+  }
+  const found: number[] = [];
+  let examined = 0;
+  for (let after = 0; ; ) {
+    const s = new Statement(ctx.engine).add(
+      `SELECT t.${quote(OID_COLUMN)} AS oid_, t.${quote(SHAPE_COLUMN)} AS shape_`,
+    );
+    const rest = base.copy();
+    s.text += rest.text;
+    s.parameters.push(...rest.parameters);
+    // Object ids are positive: 0 is before the first.
+    s.add(` AND t.${quote(OID_COLUMN)} > `)
+      .value(after)
+      .add(` ORDER BY t.${quote(OID_COLUMN)} LIMIT `)
+      .value(BATCH);
+    const rows = await rowsOf(ctx, s);
+    for (const row of rows) {
+      const geometry = readShape(row.shape_, ctx.schema);
+      if (geometry && matches(geometry)) found.push(Number(row.oid_));
+    }
+    examined += rows.length;
+    if (rows.length < BATCH) return found;
+    after = Number(rows[rows.length - 1]?.oid_);
+    if (examined >= MAX_CANDIDATES) {
+      throw errors.invalidParameter(
+        "geometry",
+        `meets the bounds of more than ${MAX_CANDIDATES} features; narrow it, or add a where clause`,
+      );
+    }
+  }
+}
+
+/** Whether PostGIS failed on a geometry (GEOS throws on some invalid polygons), not on the statement. */
+const isGeometryEngineFailure = (err: unknown): boolean => {
+  const e = err as { code?: unknown; message?: unknown };
+  return e.code === "XX000" && typeof e.message === "string" && /GEOS|lwgeom/i.test(e.message);
+};
+
 export async function runQuery(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
+  const spatial = query.spatial;
+  if (spatial && databaseDecides(ctx, query)) {
+    const margins = queryMargins(spatial.geometry);
+    if (margins) {
+      try {
+        const nearMatches = await nearMatchesOf(ctx, query, margins.outer, margins.inner);
+        const decided: DatabaseDecision = { postgis: ctx.postgis, inner: margins.inner, nearMatches };
+        return await answer({ ...ctx, decided }, { ...query, spatial: { ...spatial, boxesDecide: true } });
+      } catch (err) {
+        // GEOS refused a stored geometry (jsts, reading it otherwise, may not): the process
+        // relates every candidate instead, as without PostGIS, and answers the same.
+        if (!isGeometryEngineFailure(err)) throw err;
+      }
+    }
+  }
+  return answer(ctx, query);
+}
+
+async function answer(ctx: Run, query: LayerQuery): Promise<QueryResult> {
   switch (query.mode) {
     case "count":
       return { mode: "count", count: await countOf(ctx, query) };
@@ -296,7 +440,7 @@ export async function runQuery(ctx: QueryContext, query: LayerQuery): Promise<Qu
   }
 }
 
-async function countOf(ctx: QueryContext, query: LayerQuery): Promise<number> {
+async function countOf(ctx: Run, query: LayerQuery): Promise<number> {
   if (needsExact(query)) {
     let n = 0;
     await eachExactMatch(ctx, query, [ctx.schema.objectIdField], () => {
@@ -313,7 +457,7 @@ async function countOf(ctx: QueryContext, query: LayerQuery): Promise<number> {
   return Number(rows[0]?.n ?? 0);
 }
 
-async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
+async function idsOf(ctx: Run, query: LayerQuery): Promise<number[]> {
   const ids: number[] = [];
   const fields = [ctx.schema.objectIdField];
   if (needsExact(query)) {
@@ -333,10 +477,7 @@ async function idsOf(ctx: QueryContext, query: LayerQuery): Promise<number[]> {
   return ids;
 }
 
-async function extentOf(
-  ctx: QueryContext,
-  query: LayerQuery,
-): Promise<{ extent: Bounds | null; count: number }> {
+async function extentOf(ctx: Run, query: LayerQuery): Promise<{ extent: Bounds | null; count: number }> {
   if (!ctx.schema.geometryType) return { extent: null, count: await countOf(ctx, query) };
   if (needsExact(query)) {
     let extent: Bounds | null = null;
@@ -378,7 +519,7 @@ function union(a: Bounds | null, b: Bounds): Bounds {
   };
 }
 
-async function featuresOf(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
+async function featuresOf(ctx: Run, query: LayerQuery): Promise<QueryResult> {
   const fields = query.outFields;
   const withShape = query.returnGeometry || query.returnCentroid;
   const wanted = query.limit + 1;
@@ -406,7 +547,7 @@ async function featuresOf(ctx: QueryContext, query: LayerQuery): Promise<QueryRe
   return { mode: "features", rows, exceeded };
 }
 
-async function distinctOf(ctx: QueryContext, query: LayerQuery): Promise<QueryResult> {
+async function distinctOf(ctx: Run, query: LayerQuery): Promise<QueryResult> {
   const fields = query.outFields;
   const wanted = query.limit + 1;
   let values: Record<string, unknown>[] = [];
@@ -448,7 +589,7 @@ async function distinctOf(ctx: QueryContext, query: LayerQuery): Promise<QueryRe
 /** Most object ids an exact spatial filter may hand to a statistics query. */
 const MAX_STATISTICS_IDS = 30_000;
 
-async function statisticsOf(ctx: QueryContext, query: LayerQuery): Promise<Record<string, unknown>[]> {
+async function statisticsOf(ctx: Run, query: LayerQuery): Promise<Record<string, unknown>[]> {
   let restricted = query;
   if (needsExact(query)) {
     const ids = await idsOf(ctx, query);
