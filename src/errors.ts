@@ -26,6 +26,11 @@ export function formatBytes(bytes: number): string {
 
 const NO_PERMISSION = "You do not have permissions to access this resource or perform this operation.";
 
+/** What a host answers a guest it no longer counts (removed, left, collaboration deleted). */
+export const PARTICIPATION_ENDED = "COLLAB_0410";
+/** A peer refused the call (unknown sender, bad signature, stale or replayed envelope). */
+export const CALL_REFUSED = "COLLAB_0498";
+
 export const errors = {
   invalidToken: () => new PorticoError(498, "Invalid token.", "GWM_0003", []),
   tokenRequired: () => new PorticoError(499, "Token Required.", "GWM_0002", []),
@@ -73,7 +78,7 @@ export const errors = {
     new PorticoError(
       498,
       "Peer call refused: no such participant is known here, or the signature does not match its key.",
-      "COLLAB_0498",
+      CALL_REFUSED,
       [],
     ),
   /** More query, form, JSON or multipart parameters than any operation takes. */
@@ -242,6 +247,55 @@ export const errors = {
     new PorticoError(400, "This layer does not support attachments.", "SVC_0004", [
       `Layer ${layerId} of service '${service}' has no attachments: its definition does not say hasAttachments: true.`,
     ]),
+  /** A signed collaboration file (invitation or response) that does not check out. */
+  collaborationFileRefused: (param: string, reason: string) =>
+    new PorticoError(400, `The file in '${param}' was refused: ${reason}.`, "COLLAB_0001", [
+      `'${param}': ${reason}.`,
+    ]),
+  /** An operation meant for the other side of a collaboration (the host's on a guest, or back). */
+  collaborationWrongSide: (message: string, role: string) =>
+    new PorticoError(400, message, "COLLAB_0002", [`This portal is the collaboration's ${role}.`]),
+  syncsStartedByGuests: () =>
+    new PorticoError(400, "Syncs of this collaboration are started by its guests.", "COLLAB_0003", [
+      "The guest is the participant designated to initiate syncs; sync from the guest portal.",
+    ]),
+  schedulesKeptByGuests: () =>
+    new PorticoError(400, "Sync schedules are kept by the collaboration's guests.", "COLLAB_0004", [
+      "Schedule syncs on the guest portal.",
+    ]),
+  syncAlreadyRunning: (syncId: string, status: string, since: number) =>
+    new PorticoError(
+      400,
+      `A sync of this workspace is already running (syncId ${syncId}, ${status} since ${new Date(since).toISOString()}); a new sync was not started.`,
+      "COLLAB_0010",
+      [`Wait for sync ${syncId} to finish; follow it at syncStatus/${syncId}.`],
+    ),
+  hostGroupNotLinked: () =>
+    new PorticoError(400, "The host has no group linked to this workspace.", "COLLAB_0011", [
+      "The host's administrator links one with updatePortalGroupLink.",
+    ]),
+  /** A peer asked for what the workspace's access modes do not allow (`what`: send to, receive from). */
+  accessModeRefused: (what: string) =>
+    new PorticoError(
+      403,
+      `The workspace's access modes do not let this participant ${what} the host.`,
+      "COLLAB_0012",
+      [],
+    ),
+  /** A notice to a guest from a participant that is not the collaboration's host. */
+  noticeNotFromHost: () =>
+    new PorticoError(403, "Only the host sends notices to a guest.", "COLLAB_0403", []),
+  /** A former guest calls its host: what lets a guest whose removal notice was lost learn it. */
+  participationEnded: () =>
+    new PorticoError(
+      403,
+      "The caller is no longer a participant of that collaboration.",
+      PARTICIPATION_ENDED,
+      ["It was removed by the host, or it left."],
+    ),
+  /** A peer call refused for a reason safe to tell (an expired or replayed envelope, …). */
+  peerCallRefusedBecause: (reason: string) =>
+    new PorticoError(498, `Peer call refused: ${reason}.`, CALL_REFUSED, []),
   groupTitleTaken: (title: string) =>
     new PorticoError(400, `A group named '${title}' already exists.`, "COM_0040", [
       "'title' must be unique among the organization's groups, regardless of case.",

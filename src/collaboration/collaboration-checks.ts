@@ -6,7 +6,7 @@ import type {
   ParticipantTable,
   WorkspaceTable,
 } from "../db/schema.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import { findCollaboration, findInvitation, findParticipant } from "./collaboration.repository.js";
 import { ACCESS_MODES } from "./collaboration-types.js";
 import { findWorkspace, workspaceIdsOf } from "./workspace.repository.js";
@@ -56,10 +56,7 @@ export async function mustFindInvitation(
 
 /** Refuses an operation meant for the other side of the collaboration. */
 export function requireRole(collab: CollaborationTable, role: "host" | "guest", message: string) {
-  if (collab.role !== role)
-    throw new PorticoError(400, message, "COLLAB_0002", [
-      `This portal is the collaboration's ${collab.role}.`,
-    ]);
+  if (collab.role !== role) throw errors.collaborationWrongSide(message, collab.role);
 }
 
 /** Checks workspace id -> access mode pairs: at least one, each a workspace of the collaboration. */

@@ -1,5 +1,5 @@
 import type { AccessMode } from "../db/schema.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import type { Contact, WorkspaceConfig } from "./collaboration-types.js";
 
 /**
@@ -61,13 +61,7 @@ export function parseSignedFile(text: string, param: string, type: string, name:
   }
   const body = doc[name];
   if (typeof body !== "object" || body === null || typeof doc.signature !== "string") {
-    throw fileRefused(param, `the file has no signed ${name}`);
+    throw errors.collaborationFileRefused(param, `the file has no signed ${name}`);
   }
   return { body: body as Record<string, unknown>, signature: doc.signature };
-}
-
-export function fileRefused(param: string, reason: string) {
-  return new PorticoError(400, `The file in '${param}' was refused: ${reason}.`, "COLLAB_0001", [
-    `'${param}': ${reason}.`,
-  ]);
 }

@@ -29,7 +29,6 @@ import {
 } from "./collaboration-checks.js";
 import { type Contact, PRIVILEGE } from "./collaboration-types.js";
 import {
-  fileRefused,
   INVITATION_TYPE,
   type InvitationDoc,
   parseSignedFile,
@@ -281,33 +280,47 @@ export class InvitationService {
       "guestPublicKey",
     ] as const) {
       if (typeof response[field] !== "string" || response[field] === "") {
-        throw fileRefused(param, `the response has no '${field}'`);
+        throw errors.collaborationFileRefused(param, `the response has no '${field}'`);
       }
     }
     if (!verifyDocument(response, doc.signature, response.guestPublicKey)) {
-      throw fileRefused(param, "its signature does not match its contents (the file was altered)");
+      throw errors.collaborationFileRefused(
+        param,
+        "its signature does not match its contents (the file was altered)",
+      );
     }
     if (response.collaborationId !== collaborationId) {
-      throw fileRefused(param, "it answers an invitation to another collaboration");
+      throw errors.collaborationFileRefused(param, "it answers an invitation to another collaboration");
     }
     const invitation = await findInvitation(q, collaborationId, response.invitationId);
-    if (!invitation) throw fileRefused(param, "it answers an invitation this portal did not issue");
+    if (!invitation)
+      throw errors.collaborationFileRefused(param, "it answers an invitation this portal did not issue");
     if (invitation.status === "accepted")
-      throw fileRefused(param, "the invitation was already accepted (a response is imported once)");
-    if (invitation.status === "invalidated") throw fileRefused(param, "the invitation was invalidated");
+      throw errors.collaborationFileRefused(
+        param,
+        "the invitation was already accepted (a response is imported once)",
+      );
+    if (invitation.status === "invalidated")
+      throw errors.collaborationFileRefused(param, "the invitation was invalidated");
     if (invitation.expires < Date.now())
-      throw fileRefused(param, "the invitation has expired; refresh it and send the guest the new file");
+      throw errors.collaborationFileRefused(
+        param,
+        "the invitation has expired; refresh it and send the guest the new file",
+      );
     if (invitation.digest !== response.invitationDigest) {
-      throw fileRefused(param, "it answers an earlier issue of the invitation, which was refreshed since");
+      throw errors.collaborationFileRefused(
+        param,
+        "it answers an earlier issue of the invitation, which was refreshed since",
+      );
     }
     if (normalizePortalUrl(response.guestPortalUrl) !== invitation.guest_portal_url) {
-      throw fileRefused(
+      throw errors.collaborationFileRefused(
         param,
         `it comes from ${response.guestPortalUrl}, but the invitation is for ${invitation.guest_portal_url}`,
       );
     }
     if (await isParticipant(q, collaborationId, response.guestPortalId))
-      throw fileRefused(param, "that portal already participates in this collaboration");
+      throw errors.collaborationFileRefused(param, "that portal already participates in this collaboration");
     return { response, invitation };
   }
 
@@ -462,22 +475,29 @@ export class InvitationService {
       "guestPortalUrl",
     ] as const) {
       if (typeof inv[field] !== "string" || inv[field] === "")
-        throw fileRefused(param, `the invitation has no '${field}'`);
+        throw errors.collaborationFileRefused(param, `the invitation has no '${field}'`);
     }
     if (!Array.isArray(inv.workspaces) || typeof inv.expires !== "number") {
-      throw fileRefused(param, "the invitation has no workspaces or no expiration");
+      throw errors.collaborationFileRefused(param, "the invitation has no workspaces or no expiration");
     }
     if (!verifyDocument(inv, doc.signature, inv.hostPublicKey)) {
-      throw fileRefused(param, "its signature does not match its contents (the file was altered)");
+      throw errors.collaborationFileRefused(
+        param,
+        "its signature does not match its contents (the file was altered)",
+      );
     }
     if (inv.expires < Date.now())
-      throw fileRefused(param, "the invitation has expired; ask the host to refresh it");
-    if (inv.hostPortalId === org.id) throw fileRefused(param, "it was issued by this portal");
+      throw errors.collaborationFileRefused(param, "the invitation has expired; ask the host to refresh it");
+    if (inv.hostPortalId === org.id)
+      throw errors.collaborationFileRefused(param, "it was issued by this portal");
     if (normalizePortalUrl(inv.guestPortalUrl) !== normalizePortalUrl(this.portalUrl())) {
-      throw fileRefused(param, `it is for ${inv.guestPortalUrl}, and this portal is ${this.portalUrl()}`);
+      throw errors.collaborationFileRefused(
+        param,
+        `it is for ${inv.guestPortalUrl}, and this portal is ${this.portalUrl()}`,
+      );
     }
     if (await findCollaboration(q, inv.collaborationId))
-      throw fileRefused(
+      throw errors.collaborationFileRefused(
         param,
         "this portal already participates in that collaboration (an invitation is accepted once)",
       );

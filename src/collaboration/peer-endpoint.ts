@@ -1,5 +1,5 @@
 import type { Db } from "../db/database.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import {
   findCollaboration,
   findParticipant,
@@ -10,13 +10,7 @@ import { receives, type SyncStarter, sends } from "./collaboration-types.js";
 import { heldVersions } from "./copy.repository.js";
 import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
 import { hostState } from "./host-state.js";
-import {
-  CALL_REFUSED,
-  PARTICIPATION_ENDED,
-  type PeerEnvelope,
-  peerRefusal,
-  SIGNATURE_MISMATCH,
-} from "./peer.js";
+import { type PeerEnvelope, peerRefusal, SIGNATURE_MISMATCH } from "./peer.js";
 import { admitApply, itemLimits, MB, requestProblem } from "./peer-messages.js";
 import { applyItems, exportItems, offer, withdrawItems } from "./replication.js";
 import { findLink, findWorkspace, modesOf, workspaceConfig } from "./workspace.repository.js";
@@ -84,12 +78,7 @@ export class PeerEndpoint {
       // unsigned; it tells only a caller that names such a former guest that the collaboration
       // exists, and lets a guest whose removal notice was lost learn it on its next sync.
       if ((await wasAccepted(this.db.kysely, collab.id, String(envelope.from))) && collab.role === "host") {
-        throw new PorticoError(
-          403,
-          "The caller is no longer a participant of that collaboration.",
-          PARTICIPATION_ENDED,
-          ["It was removed by the host, or it left."],
-        );
+        throw errors.participationEnded();
       }
       throw refuse(
         "the caller is not a participant of the collaboration (or its response is not imported yet)",
@@ -97,7 +86,7 @@ export class PeerEndpoint {
     }
     const refusal = await peerRefusal(this.db, envelope, signature, from.public_key, selfId);
     if (refusal === SIGNATURE_MISMATCH) throw refuse(refusal);
-    if (refusal) throw new PorticoError(498, `Peer call refused: ${refusal}.`, CALL_REFUSED, []);
+    if (refusal) throw errors.peerCallRefusedBecause(refusal);
     const body = envelope.body ?? {};
     const malformed = requestProblem(envelope.op, body);
     if (malformed) throw errors.invalidParameter("envelope", `has a body that ${malformed}`);
@@ -106,8 +95,7 @@ export class PeerEndpoint {
 
     if (collab.role === "guest") {
       // What a host tells its guest.
-      if (from.role !== "host")
-        throw new PorticoError(403, "Only the host sends notices to a guest.", "COLLAB_0403", []);
+      if (from.role !== "host") throw errors.noticeNotFromHost();
       if (envelope.op === "ended") {
         await this.db.transaction(async (trx) => {
           if (workspaceId) {
@@ -141,26 +129,23 @@ export class PeerEndpoint {
     if (!ws) throw errors.workspaceNotFound(workspaceId);
     const modes = (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId);
     const link = await findLink(this.db.kysely, workspaceId);
-    if (!link)
-      throw new PorticoError(400, "The host has no group linked to this workspace.", "COLLAB_0011", [
-        "The host's administrator links one with updatePortalGroupLink.",
-      ]);
+    if (!link) throw errors.hostGroupNotLinked();
     const hostToGuest = sends(modes?.get(selfId)) && receives(modes?.get(from.portal_id));
     const guestToHost = sends(modes?.get(from.portal_id)) && receives(modes?.get(selfId));
     const target = { workspaceId, originPortalId: from.portal_id, groupId: link.group_id };
     const ids = (body.ids as string[] | undefined) ?? [];
     switch (envelope.op) {
       case "offer":
-        if (!hostToGuest) throw modeRefused("receive from");
+        if (!hostToGuest) throw errors.accessModeRefused("receive from");
         return { items: await offer(this.db.kysely, link.group_id) };
       case "export":
-        if (!hostToGuest) throw modeRefused("receive from");
+        if (!hostToGuest) throw errors.accessModeRefused("receive from");
         return { items: await exportItems(this.db.kysely, link.group_id, ids) };
       case "holdings":
-        if (!guestToHost) throw modeRefused("send to");
+        if (!guestToHost) throw errors.accessModeRefused("send to");
         return { holdings: await heldVersions(this.db.kysely, workspaceId, from.portal_id) };
       case "apply": {
-        if (!guestToHost) throw modeRefused("send to");
+        if (!guestToHost) throw errors.accessModeRefused("send to");
         const config = workspaceConfig(ws);
         // The guest's sync tracks its package budget; one call may not exceed it either.
         const { accepted, refused } = admitApply(
@@ -170,7 +155,7 @@ export class PeerEndpoint {
         return { results: [...(await applyItems(this.db, target, accepted)), ...refused] };
       }
       case "withdraw": {
-        if (!guestToHost) throw modeRefused("send to");
+        if (!guestToHost) throw errors.accessModeRefused("send to");
         const gone = body.gone as { id: string; state: "deleted" | "unshared" }[];
         return {
           results: await withdrawItems(this.db, target, gone, from.delete_contributed === 1),
@@ -180,13 +165,4 @@ export class PeerEndpoint {
         throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a host answers`);
     }
   }
-}
-
-function modeRefused(what: string) {
-  return new PorticoError(
-    403,
-    `The workspace's access modes do not let this participant ${what} the host.`,
-    "COLLAB_0012",
-    [],
-  );
 }

@@ -30,10 +30,11 @@ export interface PeerEnvelope {
  */
 export const PEER_HEADERS = { collaboration: "x-portico-collaboration", from: "x-portico-from" } as const;
 
-/** What a host answers a guest it no longer counts (removed, left, collaboration deleted). */
-export const PARTICIPATION_ENDED = "COLLAB_0410";
-/** What a host answers a call it cannot authenticate (`errors.peerCallRefused`), among others. */
-export const CALL_REFUSED = "COLLAB_0498";
+/**
+ * What a host answers a guest it no longer counts (removed, left, collaboration deleted), and a
+ * call it cannot authenticate (`errors.peerCallRefused`) among others: codes of `errors.ts`.
+ */
+export { CALL_REFUSED, PARTICIPATION_ENDED } from "../errors.js";
 
 /** How far a call's `issued` may be from the callee's clock. */
 export const PEER_CLOCK_WINDOW_MS = 5 * 60 * 1000;

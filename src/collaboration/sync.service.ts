@@ -1,7 +1,7 @@
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
 import type { SyncJobTable, SyncScheduleTable } from "../db/schema.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import { mustFindCollaboration, mustFindWorkspace } from "./collaboration-checks.js";
 import { PRIVILEGE, type SyncStarter } from "./collaboration-types.js";
 import {
@@ -31,19 +31,12 @@ export class SyncService {
     requirePrivilege(caller, PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     if (collab.role !== "guest") {
-      throw new PorticoError(400, "Syncs of this collaboration are started by its guests.", "COLLAB_0003", [
-        "The guest is the participant designated to initiate syncs; sync from the guest portal.",
-      ]);
+      throw errors.syncsStartedByGuests();
     }
     await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const job = await this.syncs.submit(collaborationId, workspaceId, "manual");
     if (typeof job === "object") {
-      throw new PorticoError(
-        400,
-        `A sync of this workspace is already running (syncId ${job.id}, ${job.status} since ${new Date(job.start_time).toISOString()}); a new sync was not started.`,
-        "COLLAB_0010",
-        [`Wait for sync ${job.id} to finish; follow it at syncStatus/${job.id}.`],
-      );
+      throw errors.syncAlreadyRunning(job.id, job.status, job.start_time);
     }
     const done = this.syncs.launch(job, collaborationId, workspaceId);
     if (wait) {
@@ -161,9 +154,7 @@ export class SyncService {
   private async guestWorkspace(collaborationId: string, workspaceId: string) {
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     if (collab.role !== "guest") {
-      throw new PorticoError(400, "Sync schedules are kept by the collaboration's guests.", "COLLAB_0004", [
-        "Schedule syncs on the guest portal.",
-      ]);
+      throw errors.schedulesKeptByGuests();
     }
     await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
   }
