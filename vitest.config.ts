@@ -28,9 +28,9 @@ export default defineConfig({
         exclude:
           engine === "sqlite"
             ? [
-                "test/cluster.test.ts",
-                "test/database-loss.test.ts",
-                "test/postgis.test.ts",
+                "test/process/cluster.test.ts",
+                "test/process/database-loss.test.ts",
+                "test/api/postgis.test.ts",
                 "**/node_modules/**",
               ]
             : ["test/browser/**", "**/node_modules/**"],

@@ -19,7 +19,7 @@ import { parseTrigger } from "../../src/webhooks/triggers.js";
  * is reported per offending row (`rule: table row: detail`), so a failure names the table, the row
  * and the rule. Rules SQL can state run as a few UNION ALL queries; the rest (JSON shapes, keys,
  * settings, definitions) run in JavaScript on rows read once per table. Used after fuzzing
- * (`test/fuzz.test.ts`), which also proves each rule can fail by planting bad rows in a throwaway
+ * (`test/api/fuzz.test.ts`), which also proves each rule can fail by planting bad rows in a throwaway
  * store.
  *
  * Foreign keys declared in the migrations are checked on SQLite with `PRAGMA foreign_key_check`;

@@ -1,0 +1,503 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  addItem,
+  collaborate,
+  createGroup,
+  groupItems,
+  itemData,
+  type Linked,
+  ok,
+  self,
+  startPeer,
+  sync,
+  waitFor,
+  workspacePath,
+} from "../helpers/collaboration.js";
+import { outbox, type TestPortal } from "../helpers/portico.js";
+
+/**
+ * Replication between real portals on loopback, each with its own database: what moves in which
+ * direction, changes, unshares and deletions, limits, the one-at-a-time rule, and the operations
+ * that end replication.
+ */
+
+const portals: TestPortal[] = [];
+async function peer() {
+  const p = await startPeer();
+  portals.push(p);
+  return p;
+}
+afterAll(async () => {
+  await Promise.all(portals.map((p) => p.stop()));
+});
+
+const titles = (m: Map<string, any>) => [...m.keys()].sort();
+
+describe("sync between a host and a guest", () => {
+  let host: TestPortal;
+  let guest: TestPortal;
+  let linked: Linked;
+  let guestGroup: string;
+
+  beforeAll(async () => {
+    [host, guest] = await Promise.all([peer(), peer()]);
+    linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    guestGroup = linked.guestGroups[0] as string;
+  }, 60_000);
+
+  it("moves new items both ways, with their data, and records their events", async () => {
+    const a = await addItem(host, "host A", linked.hostGroup, { tags: "roads,paved", snippet: "a road" });
+    await addItem(host, "host B", linked.hostGroup);
+    await addItem(host, "host private", undefined);
+    await addItem(guest, "guest C", guestGroup);
+
+    const status = await sync(guest, linked);
+    expect(status.status).toBe("completed");
+    const byDirection = Object.fromEntries(status.participantTasks.map((t: any) => [t.direction, t]));
+    expect(byDirection.receive).toMatchObject({ succeededCount: 2, failedCount: 0, notProcessedCount: 0 });
+    expect(byDirection.send).toMatchObject({ succeededCount: 1, failedCount: 0, notProcessedCount: 0 });
+
+    const onGuest = await groupItems(guest, guestGroup);
+    expect(titles(onGuest)).toEqual(["guest C", "host A", "host B"]);
+    const copy = onGuest.get("host A");
+    expect(copy.id).not.toBe(a);
+    expect(copy).toMatchObject({ tags: ["roads", "paved"], snippet: "a road", owner: "admin_user" });
+    expect(JSON.parse(await itemData(guest, copy.id))).toMatchObject({ title: "host A" });
+    expect(titles(await groupItems(host, linked.hostGroup))).toEqual(["guest C", "host A", "host B"]);
+
+    // The copies were added like any item: their events are in the outbox, for webhooks.
+    const events = await outbox(guest);
+    expect(events.some((e) => e.object_id === copy.id && e.operation === "add" && e.source === "item")).toBe(
+      true,
+    );
+    expect(events.some((e) => e.object_id === guestGroup && e.operation === "share")).toBe(true);
+
+    const ws = await ok(guest.get(workspacePath(linked), {}, guest.adminToken), "workspace");
+    expect(ws.lastSyncSuccess).toBeGreaterThan(0);
+    const list = await ok(guest.get(workspacePath(linked, "syncStatus"), {}, guest.adminToken), "syncStatus");
+    expect(list.status[0]).toMatchObject({
+      syncId: status.syncId,
+      syncExecType: "manual",
+      status: "completed",
+    });
+  });
+
+  it("moves nothing when nothing changed, and never sends a received copy back", async () => {
+    const again = await sync(guest, linked);
+    expect(again.status).toBe("completed");
+    for (const t of again.participantTasks)
+      expect(t.succeededCount + t.failedCount + t.notProcessedCount).toBe(0);
+    expect((await groupItems(host, linked.hostGroup)).size).toBe(3);
+  });
+
+  it("carries changes, unshares and deletions at the origin", async () => {
+    const hostItems = await groupItems(host, linked.hostGroup);
+    const a = hostItems.get("host A").id;
+    const b = hostItems.get("host B").id;
+    await ok(
+      host.post(
+        `/content/users/admin_user/items/${a}/update`,
+        { title: "host A v2", text: '{"v":2}' },
+        host.adminToken,
+      ),
+      "update",
+    );
+    await ok(
+      host.post(
+        `/content/users/admin_user/items/${b}/unshare`,
+        { groups: linked.hostGroup },
+        host.adminToken,
+      ),
+      "unshare",
+    );
+    const c = (await groupItems(guest, guestGroup)).get("guest C").id;
+    // The guest's items are deleted on the host along with it.
+    await ok(
+      host.post(
+        `${self}/collaborations/${linked.collaborationId}/participants/${await guestId(guest, linked)}/updateItemDeletePolicy`,
+        { deleteContributedItems: true },
+        host.adminToken,
+      ),
+      "policy",
+    );
+    await ok(guest.post(`/content/users/admin_user/items/${c}/delete`, {}, guest.adminToken), "delete");
+    const copyOfB = (await groupItems(guest, guestGroup)).get("host B").id;
+
+    const status = await sync(guest, linked);
+    expect(status.status).toBe("completed");
+    const receive = status.participantTasks.find((t: any) => t.direction === "receive");
+    expect(receive.succeeded.map((s: any) => s.action).sort()).toEqual(["updated", "withdrawn"]);
+
+    const onGuest = await groupItems(guest, guestGroup);
+    expect(titles(onGuest)).toEqual(["host A v2"]);
+    expect(await itemData(guest, onGuest.get("host A v2").id)).toBe('{"v":2}');
+    // Unshared at the origin: the copy left the group but is still the guest's item.
+    expect((await guest.get(`/content/items/${copyOfB}`, {}, guest.adminToken)).title).toBe("host B");
+    // Deleted at the origin, with deleteContributedItems: the host's copy is gone.
+    expect(titles(await groupItems(host, linked.hostGroup))).toEqual(["host A v2"]);
+
+    // Shared again: the same copy comes back rather than a second one.
+    await ok(
+      host.post(`/content/users/admin_user/items/${b}/share`, { groups: linked.hostGroup }, host.adminToken),
+      "share",
+    );
+    await sync(guest, linked);
+    expect((await groupItems(guest, guestGroup)).get("host B").id).toBe(copyOfB);
+  });
+
+  it("reports items over maxItemSizeInMB as failed and moves the rest", async () => {
+    await ok(
+      host.post(
+        `${self}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}/updateInfo`,
+        { config: { maxItemSizeInMB: 0.001 } },
+        host.adminToken,
+      ),
+      "updateInfo",
+    );
+    await addItem(host, "too big", linked.hostGroup, { text: "y".repeat(4096) });
+    await addItem(host, "small", linked.hostGroup, { text: "{}" });
+    const status = await sync(guest, linked);
+    expect(status.status).toBe("completed_with_failures");
+    const receive = status.participantTasks.find((t: any) => t.direction === "receive");
+    expect(receive.failed).toEqual([
+      expect.objectContaining({ title: "too big", reason: expect.stringContaining("maxItemSizeInMB") }),
+    ]);
+    expect(receive.succeeded.map((s: any) => s.title)).toEqual(["small"]);
+    expect((await groupItems(guest, guestGroup)).has("small")).toBe(true);
+    await ok(
+      host.post(
+        `${self}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}/updateInfo`,
+        { config: { maxItemSizeInMB: 1024 } },
+        host.adminToken,
+      ),
+      "updateInfo",
+    );
+  });
+
+  it("starts one sync of a workspace at a time, naming the running one", async () => {
+    for (let i = 0; i < 4; i++) {
+      const ids = await Promise.all(
+        Array.from({ length: 50 }, (_, j) =>
+          addItem(host, `bulk ${i}-${j}`, undefined, { text: "z".repeat(2048) }),
+        ),
+      );
+      await ok(
+        host.post(
+          "/content/users/admin_user/shareItems",
+          { items: ids.join(","), groups: linked.hostGroup },
+          host.adminToken,
+        ),
+        "shareItems",
+      );
+    }
+    const first = await ok(
+      guest.post(workspacePath(linked, "sync"), { async: true }, guest.adminToken),
+      "sync",
+    );
+    expect(first).toMatchObject({ success: true, jobId: expect.any(String), key: first.jobId });
+    const second = await guest.post(workspacePath(linked, "sync"), { async: true }, guest.adminToken);
+    expect(second.error).toMatchObject({ code: 400, messageCode: "COLLAB_0010" });
+    expect(second.error.message).toContain(first.jobId);
+
+    const done = await waitFor("the first sync to finish", async () => {
+      const s = await guest.get(workspacePath(linked, `syncStatus/${first.jobId}`), {}, guest.adminToken);
+      return !["submitted", "started", "in_progress"].includes(s.status) && s;
+    });
+    expect(done.status).toBe("completed");
+    // 200 new items, and "too big" from the test before, now within the restored limit.
+    const received = done.participantTasks.find((t: any) => t.direction === "receive");
+    expect(received.succeededCount).toBe(201);
+    expect(received.succeeded.some((s: any) => s.title === "too big")).toBe(true);
+    const third = await ok(
+      guest.post(workspacePath(linked, "sync"), { async: true }, guest.adminToken),
+      "sync",
+    );
+    expect(third.jobId).not.toBe(first.jobId);
+    await waitFor("the third sync", async () => {
+      const s = await guest.get(workspacePath(linked, `syncStatus/${third.jobId}`), {}, guest.adminToken);
+      return s.status === "completed";
+    });
+  });
+});
+
+async function guestId(guest: TestPortal, linked: Linked): Promise<string> {
+  return (
+    await ok(guest.get(`${self}/collaborations/${linked.collaborationId}`, {}, guest.adminToken), "get")
+  ).portalId;
+}
+
+describe("access modes", () => {
+  it("moves items only from senders to receivers, and a received copy is never sent on", async () => {
+    const [host, sender, receiver] = await Promise.all([peer(), peer(), peer()]);
+    const linked = await collaborate(host, [
+      { portal: sender, mode: "send" },
+      { portal: receiver, mode: "receive" },
+    ]);
+    const [senderGroup, receiverGroup] = linked.guestGroups as [string, string];
+    await addItem(host, "from host", linked.hostGroup);
+    await addItem(sender, "from sender", senderGroup);
+    await addItem(receiver, "from receiver", receiverGroup);
+
+    const s1 = await sync(sender, linked);
+    expect(s1.participantTasks.map((t: any) => t.direction)).toEqual(["send"]);
+    const s2 = await sync(receiver, linked);
+    expect(s2.participantTasks.map((t: any) => t.direction)).toEqual(["receive"]);
+
+    expect(titles(await groupItems(host, linked.hostGroup))).toEqual(["from host", "from sender"]);
+    expect(titles(await groupItems(sender, senderGroup))).toEqual(["from sender"]);
+    // The host's own item reaches the receiver; the sender's, a copy on the host, does not.
+    expect(titles(await groupItems(receiver, receiverGroup))).toEqual(["from host", "from receiver"]);
+
+    // The host turns the receiver into a sender: its item now goes to the host.
+    const receiverId = await guestId(receiver, linked);
+    await ok(
+      host.post(
+        `${self}/collaborations/${linked.collaborationId}/participants/${receiverId}/updateParticipantAccessModes`,
+        { collaborationWorkspacesParticipantConfigJSON: { [linked.workspaceId]: "send" } },
+        host.adminToken,
+      ),
+      "updateParticipantAccessModes",
+    );
+    const s3 = await sync(receiver, linked);
+    expect(s3.participantTasks.map((t: any) => t.direction)).toEqual(["send"]);
+    expect(titles(await groupItems(host, linked.hostGroup))).toEqual([
+      "from host",
+      "from receiver",
+      "from sender",
+    ]);
+  });
+});
+
+describe("ending replication", () => {
+  it("removePortalGroupLink stops syncs through that link", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    await addItem(host, "kept", linked.hostGroup);
+    await sync(guest, linked);
+    const removed = await ok(
+      guest.post(workspacePath(linked, "removePortalGroupLink"), {}, guest.adminToken),
+      "remove link",
+    );
+    expect(removed).toEqual({
+      collaborationId: linked.collaborationId,
+      collaborationWorkspaceId: linked.workspaceId,
+      success: true,
+    });
+    await addItem(host, "after", linked.hostGroup);
+    const r = await ok(guest.post(workspacePath(linked, "sync"), { async: false }, guest.adminToken), "sync");
+    expect(r.success).toBe(false);
+    const status = await ok(
+      guest.get(workspacePath(linked, `syncStatus/${r.jobId}`), {}, guest.adminToken),
+      "status",
+    );
+    expect(status.summary).toMatch(/no group is linked/);
+    // The copy stayed, as the guest's own item (deleteReceivedItems is off).
+    expect(titles(await groupItems(guest, linked.guestGroups[0] as string))).toEqual(["kept"]);
+  });
+
+  it("deleting a workspace on the host ends it on the guest at once", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    await ok(host.post(workspacePath(linked, "delete"), {}, host.adminToken), "delete workspace");
+    const gone = await waitFor("the guest to drop the workspace", async () => {
+      const r = await guest.get(workspacePath(linked), {}, guest.adminToken);
+      return r.error?.messageCode === "COLLAB_0405" && r;
+    });
+    expect(gone.error.code).toBe(400);
+  });
+
+  it("a guest that leaves is no longer a participant, and its received items follow its policy", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    const id = await guestId(guest, linked);
+    await ok(
+      host.post(
+        `${self}/collaborations/${linked.collaborationId}/participants/${id}/updateItemDeletePolicy`,
+        { deleteReceivedItems: true },
+        host.adminToken,
+      ),
+      "policy",
+    );
+    await addItem(host, "received", linked.hostGroup);
+    await addItem(guest, "contributed", linked.guestGroups[0]);
+    await sync(guest, linked);
+    expect(titles(await groupItems(guest, linked.guestGroups[0] as string))).toEqual([
+      "contributed",
+      "received",
+    ]);
+
+    await ok(
+      guest.post(
+        `${self}/collaborations/${linked.collaborationId}/removeParticipation`,
+        {},
+        guest.adminToken,
+      ),
+      "leave",
+    );
+    expect(titles(await groupItems(guest, linked.guestGroups[0] as string))).toEqual(["contributed"]);
+    expect((await guest.get(`${self}/collaborations`, {}, guest.adminToken)).collaborations).toEqual([]);
+    await waitFor("the host to drop the guest", async () => {
+      const r = await host.get(
+        `${self}/collaborations/${linked.collaborationId}/participants`,
+        {},
+        host.adminToken,
+      );
+      return r.participants.length === 1;
+    });
+    // deleteContributedItems is off: the host keeps its copy as its own item, outside the linked
+    // group, so it is not offered on to other guests as if it were the host's.
+    const hostGroupNow = await groupItems(host, linked.hostGroup);
+    expect(titles(hostGroupNow)).toEqual(["received"]);
+    const search = await ok(host.get("/search", { q: 'title:"contributed"' }, host.adminToken), "search");
+    expect(search.results.map((i: any) => i.title)).toEqual(["contributed"]);
+  });
+
+  it("a guest the host removed is refused, and learns it even when the notice was lost", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    const id = await guestId(guest, linked);
+    // Simulate a lost notice: the guest is stopped while the host removes it.
+    const store = guest.store;
+    await guest.portico.close();
+    await ok(
+      host.post(
+        `${self}/collaborations/${linked.collaborationId}/participants/${id}/remove`,
+        {},
+        host.adminToken,
+      ),
+      "remove",
+    );
+    const { startTestPortal } = await import("../helpers/portico.js");
+    const back = await startTestPortal({ store, env: { PORTICO_OUTBOUND_ALLOW: "127.0.0.0/8" } });
+    portals.push(back);
+    const r = await ok(back.post(workspacePath(linked, "sync"), { async: false }, back.adminToken), "sync");
+    expect(r.success).toBe(false);
+    expect(r.summary).toMatch(/ended this portal's participation/);
+    expect((await back.get(`${self}/collaborations`, {}, back.adminToken)).collaborations).toEqual([]);
+    portals.splice(portals.indexOf(guest), 1);
+  });
+
+  it("deleting the collaboration on the host ends it for the guest", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    await ok(
+      host.post(`${self}/collaborations/${linked.collaborationId}/delete`, {}, host.adminToken),
+      "delete",
+    );
+    expect((await host.get(`${self}/collaborations`, {}, host.adminToken)).collaborations).toEqual([]);
+    await waitFor("the guest to drop the collaboration", async () => {
+      const r = await guest.get(`${self}/collaborations`, {}, guest.adminToken);
+      return r.collaborations.length === 0;
+    });
+  });
+});
+
+describe("schedules and realtime", () => {
+  it("fires a schedule, keeps it across a restart, and pauses, resumes and deletes it", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    await addItem(host, "scheduled", linked.hostGroup);
+    const startTime = Date.now() + 2500;
+    await ok(
+      guest.post(
+        workspacePath(linked, "schedule/update"),
+        { startTime, interval: 1, repeatCount: -1 },
+        guest.adminToken,
+      ),
+      "schedule",
+    );
+    expect(await ok(guest.get(workspacePath(linked, "schedule"), {}, guest.adminToken), "get")).toMatchObject(
+      {
+        startTime,
+        interval: 1,
+        repeatCount: -1,
+        nextFireTime: startTime,
+        state: "active",
+      },
+    );
+
+    // Restarted before the first fire: the schedule is in the database and fires after.
+    const store = guest.store;
+    await guest.portico.close();
+    portals.splice(portals.indexOf(guest), 1);
+    const { startTestPortal } = await import("../helpers/portico.js");
+    const back = await startTestPortal({ store, env: { PORTICO_OUTBOUND_ALLOW: "127.0.0.0/8" } });
+    portals.push(back);
+    const job = await waitFor("the scheduled sync", async () => {
+      const r = await back.get(workspacePath(linked, "syncStatus"), {}, back.adminToken);
+      return r.status.find((s: any) => s.syncExecType === "scheduled" && s.status === "completed");
+    });
+    expect(job.startTime).toBeGreaterThanOrEqual(startTime);
+    expect((await groupItems(back, linked.guestGroups[0] as string)).has("scheduled")).toBe(true);
+    const after = await ok(back.get(workspacePath(linked, "schedule"), {}, back.adminToken), "get");
+    expect(after.nextFireTime).toBe(startTime + 3600_000);
+
+    await ok(back.post(workspacePath(linked, "schedule/pause"), {}, back.adminToken), "pause");
+    expect((await back.get(workspacePath(linked, "schedule"), {}, back.adminToken)).state).toBe("paused");
+    await ok(back.post(workspacePath(linked, "schedule/resume"), {}, back.adminToken), "resume");
+    expect((await back.get(workspacePath(linked, "schedule"), {}, back.adminToken)).state).toBe("active");
+    await ok(back.post(workspacePath(linked, "schedule/delete"), {}, back.adminToken), "delete");
+    expect((await back.get(workspacePath(linked, "schedule"), {}, back.adminToken)).error.code).toBe(400);
+    const onHost = await host.post(
+      workspacePath(linked, "schedule/update"),
+      { interval: 1 },
+      host.adminToken,
+    );
+    expect(onHost.error.messageCode).toBe("COLLAB_0004");
+  });
+
+  it("syncs shortly after a change on a realtime link, on either side", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    const guestGroup = linked.guestGroups[0] as string;
+    for (const [portal] of [[guest], [host]] as const) {
+      await ok(
+        portal.post(
+          workspacePath(linked, "updatePortalGroupLink"),
+          { enableRealtimeSync: true },
+          portal.adminToken,
+        ),
+        "realtime",
+      );
+    }
+    await addItem(guest, "guest change", guestGroup);
+    await waitFor("the guest's change on the host", async () =>
+      (await groupItems(host, linked.hostGroup)).has("guest change"),
+    );
+    await addItem(host, "host change", linked.hostGroup);
+    await waitFor("the host's change on the guest", async () =>
+      (await groupItems(guest, guestGroup)).has("host change"),
+    );
+    const jobs = (await guest.get(workspacePath(linked, "syncStatus"), {}, guest.adminToken)).status as any[];
+    expect(jobs.every((j) => j.syncExecType === "realtime")).toBe(true);
+  });
+});
+
+it("checks the group a link names", async () => {
+  const [host, guest] = await Promise.all([peer(), peer()]);
+  const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+  const bad = await guest.post(
+    workspacePath(linked, "updatePortalGroupLink"),
+    { portalGroupId: "0123456789abcdef0123456789abcdef" },
+    guest.adminToken,
+  );
+  expect(bad.error).toMatchObject({ code: 400, messageCode: "PARAM_0002" });
+  expect(bad.error.message).toContain("'portalGroupId'");
+  const group = await createGroup(guest, "another");
+  const ws = await ok(
+    guest.post(
+      workspacePath(linked, "updatePortalGroupLink"),
+      { portalGroupId: group, enableRealtimeSync: false },
+      guest.adminToken,
+    ),
+    "relink",
+  );
+  expect(ws.success).toBe(true);
+  const info = await ok(guest.get(workspacePath(linked), {}, guest.adminToken), "workspace");
+  const mine = info.participantGroupLinks.find((l: any) => l.portalGroupId !== undefined);
+  expect(mine).toMatchObject({
+    portalGroupId: group,
+    enableRealtimeSync: false,
+    accessMode: "sendAndReceive",
+  });
+});
