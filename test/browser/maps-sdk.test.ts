@@ -12,8 +12,8 @@ import { type PageServer, startPageServer } from "./page-server.js";
  * features, and a signed-in member's private layer.
  *
  * The SDK, esbuild and Playwright live in a package of their own (test/browser/package.json) so
- * that the root install stays small; `.ci/run` installs it and Debian's chromium. Without them this
- * test fails and says what to install: it is part of the suite, not optional.
+ * that the root install stays small; `npm test` installs it first, `.ci/run` Debian's chromium.
+ * Without them this test fails and says what to install: it is part of the suite, not optional.
  */
 
 const HERE = import.meta.dirname;
@@ -53,7 +53,7 @@ function playwright(): { launch(options: object): Promise<Browser> } {
   for (const name of ["playwright-core", "esbuild", "@arcgis/core"]) {
     if (!fs.existsSync(path.join(NODE_MODULES, name, "package.json"))) {
       throw new Error(
-        `${name} is missing from test/browser: run \`npm install --prefix test/browser\` (.ci/run does).`,
+        `${name} is missing from test/browser: run \`npm install --prefix test/browser\` (npm test does).`,
       );
     }
   }
