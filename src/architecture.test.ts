@@ -13,30 +13,6 @@ import { describe, expect, it } from "vitest";
  */
 const SRC = path.dirname(fileURLToPath(import.meta.url));
 
-/**
- * Imports that still point back down the layers, each with why it is there; the check leaves them
- * out. The test fails when one of them is gone (take it off the list) as well as when a cycle
- * appears without them.
- */
-const ALLOWED_BACK_EDGES: { from: string; to: string; why: string }[] = [
-  {
-    from: "content",
-    to: "search",
-    why:
-      "The item repository keeps the full-text index in step (search/word-index.ts, with the tokenizer " +
-      "search/words.ts that queries share), while search reads item rows and renders them with the item " +
-      "service. Breaking it means moving the index writer and the tokenizer under content.",
-  },
-  {
-    from: "content",
-    to: "features",
-    why:
-      "deleteItem drops a hosted service's layer tables (features/layer-store.ts dropServiceStorage), " +
-      "while hosted services are items built on the item service. Breaking it means handing item deletion " +
-      "its storage clean-up from outside content.",
-  },
-];
-
 type Graph = Map<string, Map<string, string[]>>;
 
 function sourceFiles(dir: string): string[] {
@@ -159,17 +135,11 @@ describe("feature folders", () => {
 
   it("import each other in one direction only (no cycle between folders)", () => {
     const graph = unitGraph();
-    const allowed = (from: string, to: string) =>
-      ALLOWED_BACK_EDGES.some((e) => e.from === from && e.to === to);
-    const edges = new Map(
-      [...graph].map(([from, to]) => [from, [...to.keys()].filter((unit) => !allowed(from, unit))]),
-    );
+    const edges = new Map([...graph].map(([from, to]) => [from, [...to.keys()]]));
     expect(
       cyclesOf(edges)
         .map((c) => describeCycle(graph, c))
         .join("\n"),
     ).toBe("");
-    const gone = ALLOWED_BACK_EDGES.filter((e) => !graph.get(e.from)?.has(e.to));
-    expect(gone, "listed imports that no longer exist: take them off ALLOWED_BACK_EDGES").toEqual([]);
   });
 });

@@ -13,6 +13,7 @@ import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
+import { dropServiceStorage } from "./features/layer-store.js";
 import { GroupService } from "./groups/group.service.js";
 import type { SyncJobs } from "./jobs/sync-jobs.js";
 import type { OutboundGuard } from "./outbound/guard.js";
@@ -72,7 +73,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const portal = new PortalService(db, { findUser });
   // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
   const hasher = new PasswordHasher(options.hashing);
-  const items = new ItemService(db, portal);
+  const items = new ItemService(db, portal, dropServiceStorage);
   const { keys } = options;
   const { notifier, runner } = options.syncJobs;
   const featureServices = new FeatureServiceService(db, items);

@@ -5,9 +5,12 @@ import type { AccessMode, SyncJobTable } from "../db/schema.js";
  * repository, the routes and the sync jobs.
  */
 
-/** Every collaboration operation needs it, on either side. */
-export const PRIVILEGE = "portal:admin:manageCollaborations" as const;
-export const ACCESS_MODES: readonly AccessMode[] = ["send", "receive", "sendAndReceive"];
+/**
+ * Every collaboration operation needs it, on either side: the routes declare it (so the pipeline
+ * refuses before validation) and the services check it again, both from this one name.
+ */
+export const COLLABORATION_PRIVILEGE = "portal:admin:manageCollaborations" as const;
+export const ACCESS_MODES = ["send", "receive", "sendAndReceive"] as const satisfies readonly AccessMode[];
 
 export const sends = (mode: AccessMode | undefined) => mode === "send" || mode === "sendAndReceive";
 export const receives = (mode: AccessMode | undefined) => mode === "receive" || mode === "sendAndReceive";

@@ -22,7 +22,12 @@ import {
   mustFindParticipant,
   requireRole,
 } from "./collaboration-checks.js";
-import { type Contact, type NewWorkspace, type Notifier, PRIVILEGE } from "./collaboration-types.js";
+import {
+  COLLABORATION_PRIVILEGE,
+  type Contact,
+  type NewWorkspace,
+  type Notifier,
+} from "./collaboration-types.js";
 import { dropCollaboration, dropGuest } from "./drop-cascade.js";
 import type { PortalKeys } from "./peer.js";
 import { fingerprint } from "./signing.js";
@@ -63,7 +68,7 @@ export class CollaborationService {
       contact: Contact;
     },
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const org = await this.portal.get();
     const { publicKey } = await this.keys.get();
     const now = Date.now();
@@ -97,7 +102,7 @@ export class CollaborationService {
   }
 
   async list(caller: Caller | null) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const rows = await listCollaborations(this.db.kysely);
     const out = [];
     for (const row of rows) out.push(await this.collaborationJson(row));
@@ -105,7 +110,7 @@ export class CollaborationService {
   }
 
   async get(caller: Caller | null, id: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     return this.collaborationJson(await mustFindCollaboration(this.db.kysely, id));
   }
 
@@ -133,7 +138,7 @@ export class CollaborationService {
     id: string,
     input: { name?: string | undefined; description?: string | undefined },
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const collab = await mustFindCollaboration(trx, id);
       requireRole(collab, "host", "Only the collaboration host changes its name and description.");
@@ -146,7 +151,7 @@ export class CollaborationService {
 
   /** Host: deletes the whole collaboration, for every participant. */
   async delete(caller: Caller | null, collaborationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(
       collab,
@@ -165,7 +170,7 @@ export class CollaborationService {
 
   /** Guest: leaves the collaboration; replication stops at once. */
   async removeParticipation(caller: Caller | null, collaborationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "guest", "The host cannot leave its own collaboration; delete it instead.");
     const selfId = await this.selfId();
@@ -179,7 +184,7 @@ export class CollaborationService {
   }
 
   async participants(caller: Caller | null, collaborationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await mustFindCollaboration(this.db.kysely, collaborationId);
     const rows = await listParticipants(this.db.kysely, collaborationId);
     const out = [];
@@ -188,7 +193,7 @@ export class CollaborationService {
   }
 
   async participant(caller: Caller | null, collaborationId: string, portalId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     return this.participantJson(await mustFindParticipant(this.db.kysely, collaborationId, portalId));
   }
 
@@ -219,7 +224,7 @@ export class CollaborationService {
     portalId: string,
     modes: Record<string, AccessMode>,
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host changes access modes.");
     await mustFindParticipant(this.db.kysely, collaborationId, portalId);
@@ -242,7 +247,7 @@ export class CollaborationService {
     portalId: string,
     policy: { deleteContributedItems?: boolean | undefined; deleteReceivedItems?: boolean | undefined },
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host changes item delete policies.");
     await this.db.transaction(async (trx) => {
@@ -260,7 +265,7 @@ export class CollaborationService {
 
   /** Host: removes a guest. Its calls are refused from now on; copies follow the delete policies. */
   async removeParticipant(caller: Caller | null, collaborationId: string, portalId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host removes participants.");
     const selfId = await this.selfId();

@@ -27,7 +27,7 @@ import {
   mustFindParticipant,
   requireRole,
 } from "./collaboration-checks.js";
-import { type Contact, PRIVILEGE } from "./collaboration-types.js";
+import { COLLABORATION_PRIVILEGE, type Contact } from "./collaboration-types.js";
 import {
   INVITATION_TYPE,
   type InvitationDoc,
@@ -67,7 +67,7 @@ export class InvitationService {
     collaborationId: string,
     input: { guestPortalUrl: string; workspaces: Record<string, AccessMode>; expirationHours: number },
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host invites participants.");
     const guestPortalUrl = normalizePortalUrl(input.guestPortalUrl);
@@ -148,7 +148,7 @@ export class InvitationService {
   }
 
   async invitations(caller: Caller | null, collaborationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Invitations are kept by the collaboration host.");
     const rows = await listInvitations(this.db.kysely, collaborationId);
@@ -167,7 +167,7 @@ export class InvitationService {
   }
 
   async invalidateInvitation(caller: Caller | null, collaborationId: string, invitationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const row = await mustFindInvitation(trx, collaborationId, invitationId);
       if (row.status === "accepted")
@@ -184,7 +184,7 @@ export class InvitationService {
     invitationId: string,
     expirationHours: number,
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     const row = await mustFindInvitation(this.db.kysely, collaborationId, invitationId);
     if (row.status !== "pending")
@@ -213,7 +213,7 @@ export class InvitationService {
 
   /** Checks a response file on the host; answers what importing it would establish. */
   async validateResponse(caller: Caller | null, collaborationId: string, text: string, param: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const { response, invitation } = await this.checkResponse(this.db.kysely, collaborationId, text, param);
     return {
       success: true,
@@ -228,7 +228,7 @@ export class InvitationService {
 
   /** Imports a response file: the guest becomes a participant, and trust is established. */
   async importResponse(caller: Caller | null, collaborationId: string, text: string, param: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const now = Date.now();
     const response = await this.db.transaction(async (trx) => {
       const { response, invitation } = await this.checkResponse(trx, collaborationId, text, param);
@@ -325,7 +325,7 @@ export class InvitationService {
   }
 
   async validateInvitation(caller: Caller | null, text: string, param: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const invitation = await this.checkInvitation(this.db.kysely, text, param);
     return {
       success: true,
@@ -345,7 +345,7 @@ export class InvitationService {
   }
 
   async acceptInvitation(caller: Caller | null, text: string, param: string, contact: Contact) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const org = await this.portal.get();
     const { publicKey } = await this.keys.get();
     const now = Date.now();
@@ -432,7 +432,7 @@ export class InvitationService {
 
   /** The response file the guest sends back to the host (signed now; the content is fixed). */
   async exportResponse(caller: Caller | null, collaborationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "guest", "Only a guest exports an invitation response.");
     return this.responseText(collaborationId);

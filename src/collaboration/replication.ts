@@ -10,6 +10,7 @@ import {
 } from "../content/item.repository.js";
 import type { Db, Queryable } from "../db/database.js";
 import { recordEvent } from "../events/outbox.js";
+import { dropServiceStorage } from "../features/layer-store.js";
 import { findGroup } from "../groups/group.repository.js";
 import { newId } from "../ids.js";
 import {
@@ -346,7 +347,7 @@ export async function withdrawItems(
           }
           const actor = { id: item.owner_id, username: item.owner };
           if (state === "deleted" && deleteContributed) {
-            await deleteItem(trx, item.id);
+            await deleteItem(trx, item.id, dropServiceStorage);
             await deleteCopy(trx, key);
             await recordEvent(trx, { source: "item", operation: "delete", objectId: item.id, actor });
             return { id, title, ok: true, action: "deleted" as const };
@@ -418,7 +419,7 @@ export async function releaseCopies(
   for (const copy of copies) {
     const item = await findItem(trx, copy.item_id);
     if (item && deleteItems(copy.origin_portal_id) && item.protected !== 1) {
-      await deleteItem(trx, item.id);
+      await deleteItem(trx, item.id, dropServiceStorage);
       await recordEvent(trx, {
         source: "item",
         operation: "delete",

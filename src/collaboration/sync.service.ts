@@ -3,7 +3,7 @@ import type { Db } from "../db/database.js";
 import type { SyncJobTable, SyncScheduleTable } from "../db/schema.js";
 import { errors } from "../errors.js";
 import { mustFindCollaboration, mustFindWorkspace } from "./collaboration-checks.js";
-import { PRIVILEGE, type SyncStarter } from "./collaboration-types.js";
+import { COLLABORATION_PRIVILEGE, type SyncStarter } from "./collaboration-types.js";
 import {
   deleteSchedule,
   findJob,
@@ -28,7 +28,7 @@ export class SyncService {
 
   /** Starts a sync of a workspace (guest side). Refused, naming the running sync, while one runs. */
   async requestSync(caller: Caller | null, collaborationId: string, workspaceId: string, wait: boolean) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     if (collab.role !== "guest") {
       throw errors.syncsStartedByGuests();
@@ -54,14 +54,14 @@ export class SyncService {
   }
 
   async status(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const rows = await listJobs(this.db.kysely, workspaceId, 100);
     return { status: rows.map(jobJson) };
   }
 
   async statusOf(caller: Caller | null, collaborationId: string, workspaceId: string, syncId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const row = await findJobOf(this.db.kysely, workspaceId, syncId);
     if (!row) throw errors.notFound(`Sync '${syncId}'`);
@@ -85,7 +85,7 @@ export class SyncService {
   }
 
   async schedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId);
     const row = await findSchedule(this.db.kysely, workspaceId);
     if (!row) throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
@@ -102,7 +102,7 @@ export class SyncService {
       repeatCount?: number | undefined;
     },
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.guestWorkspace(collaborationId, workspaceId);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
@@ -123,7 +123,7 @@ export class SyncService {
   }
 
   async deleteSchedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.guestWorkspace(collaborationId, workspaceId);
     await this.db.transaction(async (trx) => {
       if (!(await deleteSchedule(trx, workspaceId)))
@@ -138,7 +138,7 @@ export class SyncService {
     workspaceId: string,
     state: "active" | "paused",
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.guestWorkspace(collaborationId, workspaceId);
     const now = Date.now();
     await this.db.transaction(async (trx) => {

@@ -13,11 +13,11 @@ import {
   requireRole,
 } from "./collaboration-checks.js";
 import {
+  COLLABORATION_PRIVILEGE,
   DEFAULT_WORKSPACE_CONFIG,
   type GroupLinkUpdate,
   type NewWorkspace,
   type Notifier,
-  PRIVILEGE,
   type WorkspaceConfig,
 } from "./collaboration-types.js";
 import { dropWorkspaces } from "./drop-cascade.js";
@@ -55,7 +55,7 @@ export class WorkspaceService {
   }
 
   async addWorkspace(caller: Caller | null, collaborationId: string, workspace: NewWorkspace) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host adds workspaces.");
     const now = Date.now();
@@ -66,7 +66,7 @@ export class WorkspaceService {
   }
 
   async workspaces(caller: Caller | null, collaborationId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await mustFindCollaboration(this.db.kysely, collaborationId);
     const rows = await listWorkspaces(this.db.kysely, collaborationId);
     const out = [];
@@ -75,7 +75,7 @@ export class WorkspaceService {
   }
 
   async workspace(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     return this.workspaceJson(await mustFindWorkspace(this.db.kysely, collaborationId, workspaceId));
   }
 
@@ -121,7 +121,7 @@ export class WorkspaceService {
       config?: Partial<WorkspaceConfig> | undefined;
     },
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const collab = await mustFindCollaboration(trx, collaborationId);
       requireRole(collab, "host", "Only the collaboration host changes a workspace.");
@@ -146,7 +146,7 @@ export class WorkspaceService {
     workspaceId: string,
     input: GroupLinkUpdate,
   ) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       await mustFindWorkspace(trx, collaborationId, workspaceId);
       await writeLink(trx, workspaceId, input, Date.now(), "portalGroupId");
@@ -156,7 +156,7 @@ export class WorkspaceService {
 
   /** Ends replication through this portal's link (`interface.md` §3); the copies follow this portal's delete policy. */
   async removeGroupLink(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const selfId = await this.selfId();
     await this.db.transaction(async (trx) => {
       await mustFindWorkspace(trx, collaborationId, workspaceId);
@@ -172,7 +172,7 @@ export class WorkspaceService {
 
   /** Host: deletes a workspace; replication through it stops at once, on every participant. */
   async deleteWorkspace(caller: Caller | null, collaborationId: string, workspaceId: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host deletes workspaces.");
     const selfId = await this.selfId();

@@ -2,8 +2,7 @@ import type { Insertable, Selectable, Updateable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
 import type { Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
-import { dropServiceStorage } from "../features/layer-store.js";
-import { refreshItemWords, writeItemWords } from "../search/word-index.js";
+import { refreshItemWords, writeItemWords } from "./word-index.js";
 
 export type ItemRow = Selectable<ItemTable>;
 export type FolderRow = Selectable<FolderTable>;
@@ -82,10 +81,17 @@ export async function replaceTags(q: Queryable, itemId: string, tags: readonly s
     .execute();
 }
 
-export async function deleteItem(q: Queryable, id: string): Promise<void> {
+/**
+ * Removes what an item keeps outside the content tables, in the deleting transaction: a hosted
+ * service's layer tables, which no foreign key can remove. Content does not know those stores (the
+ * hosted layers are built on items, not the other way round), so whoever deletes an item hands the
+ * clean-up in; the type makes it impossible to forget.
+ */
+export type ItemStorageCleaner = (q: Queryable, itemId: string) => Promise<void>;
+
+export async function deleteItem(q: Queryable, id: string, dropStorage: ItemStorageCleaner): Promise<void> {
   noteChange(q, `content:${id}`);
-  // A hosted service's data is in tables of its own, which no foreign key can remove.
-  await dropServiceStorage(q, id);
+  await dropStorage(q, id);
   await q.deleteFrom("items").where("id", "=", id).execute();
 }
 

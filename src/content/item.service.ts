@@ -36,6 +36,7 @@ import {
   findFolder,
   findItem,
   type ItemRow,
+  type ItemStorageCleaner,
   insertFolder,
   insertItem,
   listFolders,
@@ -91,6 +92,8 @@ export class ItemService {
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
+    /** What a deleted item keeps outside the content tables (hosted layers), dropped with it. */
+    private readonly dropStorage: ItemStorageCleaner,
   ) {
     this.memberships = new FeedCache(db.feed, ["members"], (entry) => entry.userId);
   }
@@ -241,7 +244,7 @@ export class ItemService {
       if (row.protected) {
         throw errors.conflict(`Item '${id}' is protected from deletion.`, "Unprotect it first.");
       }
-      await deleteItem(trx, id);
+      await deleteItem(trx, id, this.dropStorage);
       await recordEvent(trx, { source: "item", operation: "delete", objectId: id, actor: actorOf(caller) });
     });
     return { success: true, itemId: id };

@@ -196,7 +196,7 @@ export interface ItemTagTable {
 /**
  * SQLite only (0009): the stable integer that is an item's rowid in the FTS5 table `item_words`.
  * `item_words` itself (FTS5 on SQLite, one `tsvector` per field on PostgreSQL) is written and
- * read with engine-specific SQL in `search/word-index.ts` and `search/search.repository.ts`.
+ * read with engine-specific SQL in `content/word-index.ts` and `search/search.repository.ts`.
  */
 export interface ItemSearchDocTable {
   doc: Generated<number>;

@@ -1,5 +1,5 @@
+import { type WordQuery, wordQuery } from "../content/words.js";
 import { errors } from "../errors.js";
-import { type WordQuery, wordQuery } from "./words.js";
 
 /**
  * The ArcGIS search syntax (`q`) as far as clients commonly use it: words and "quoted phrases",
@@ -34,7 +34,7 @@ const MAX_PHRASE_WORDS = 16;
 const MAX_WORDS = 128;
 /** A shorter prefix (`a*`) reads a large part of the index. */
 const MIN_PREFIX_LENGTH = 2;
-/** Fields matched by words (`search/words.ts`); the others compare whole values. */
+/** Fields matched by words (`content/words.ts`); the others compare whole values. */
 const WORD_FIELDS: ReadonlySet<string | null> = new Set([null, "title"]);
 
 type Token =

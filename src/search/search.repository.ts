@@ -7,10 +7,10 @@ import {
   sql,
 } from "kysely";
 import type { ItemRow } from "../content/item.repository.js";
+import { ftsQuery, tsqueryLiteral, wordQuery } from "../content/words.js";
 import { DeadlineExceeded, type Engine, type Queryable } from "../db/database.js";
 import type { Database, GroupTable } from "../db/schema.js";
 import type { QueryNode } from "./query.js";
-import { ftsQuery, tsqueryLiteral, wordQuery } from "./words.js";
 
 /**
  * Search as single SQL statements that SQLite and PostgreSQL both run unchanged: the `q` tree
@@ -76,7 +76,7 @@ function withinDeadline(ctx: SearchContext): Expression<SqlBool> {
 }
 
 /**
- * Items whose words (`search/words.ts`) contain the words of `value` as a phrase, the last word a
+ * Items whose words (`content/words.ts`) contain the words of `value` as a phrase, the last word a
  * prefix when `value` ends with `*`: in `title` only, or in any of title, description, snippet
  * and tags. A lookup in the full-text index of migration 0009: on PostgreSQL within the
  * statement; on SQLite done before it by `lookUpWords`, the documents it found passed in as one

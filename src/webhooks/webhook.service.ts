@@ -32,7 +32,8 @@ import {
  * way of building the service can skip it.
  */
 
-const PRIVILEGE = "portal:admin:manageWebhooks" as const;
+/** The routes declare it (the pipeline refuses before validation); the service checks it again. */
+export const WEBHOOK_PRIVILEGE = "portal:admin:manageWebhooks" as const;
 
 export interface WebhookInput {
   name: string;
@@ -98,7 +99,7 @@ export class WebhookService {
   }
 
   async list(caller: Caller | null, page: Page) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const org = await this.portal.get();
     const { total, rows } = await webhookPage(this.db.kysely, page);
     return {
@@ -108,13 +109,13 @@ export class WebhookService {
   }
 
   async get(caller: Caller | null, id: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const org = await this.portal.get();
     return webhookJson(await this.mustFind(id), org.id);
   }
 
   async create(caller: Caller | null, input: WebhookInput) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const events = subscriptionOf(input.changes, input.events);
     const secret = input.secret ?? "";
     await this.checkUrl(input.url, secret, input.name);
@@ -134,7 +135,7 @@ export class WebhookService {
 
   /** Changes what is given; `url` and `secret` changes are checked like at creation. */
   async update(caller: Caller | null, id: string, input: Partial<WebhookInput>) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const current = await this.mustFind(id);
     const changes = input.changes ?? current.changes;
     const events =
@@ -155,7 +156,7 @@ export class WebhookService {
   }
 
   async delete(caller: Caller | null, id: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       if (!(await deleteWebhook(trx, id))) throw errors.webhookNotFound(id);
     });
@@ -164,7 +165,7 @@ export class WebhookService {
 
   /** Activation starts a clean failure count (`wire.md` §7). */
   async setActive(caller: Caller | null, id: string, active: boolean) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
       if (!(await setWebhookActive(trx, id, active, caller.userId, now))) throw errors.webhookNotFound(id);
@@ -175,7 +176,7 @@ export class WebhookService {
 
   /** `notificationStatus`: the webhook's notifications, newest first, with every attempt. */
   async notificationStatus(caller: Caller | null, id: string, page: Page) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     await this.mustFind(id);
     const { total, rows } = await notificationPage(this.db.kysely, id, page);
     const attempts = await attemptsOf(
@@ -215,7 +216,7 @@ export class WebhookService {
    * Each starts a fresh series of attempts with its original payload and `webhook-id`.
    */
   async redeliver(caller: Caller | null, id: string, which: { notificationId?: string; since?: number }) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     await this.mustFind(id);
     const now = Date.now();
     const count = await this.db.transaction((trx) => requeueNotifications(trx, id, which, now));
@@ -230,7 +231,7 @@ export class WebhookService {
 
   /** Queues a test notification (`source: webhook`, `operation: ping`) for this webhook alone. */
   async ping(caller: Caller | null, id: string) {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const webhook = await this.mustFind(id);
     if (webhook.is_active !== 1) {
       throw errors.conflict("The webhook is inactive.", "Activate it before pinging it.");
@@ -264,7 +265,7 @@ export class WebhookService {
   }
 
   async settings(caller: Caller | null): Promise<WebhookSettings> {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     return this.deliverySettings();
   }
 
@@ -274,7 +275,7 @@ export class WebhookService {
   }
 
   async updateSettings(caller: Caller | null, changes: Partial<WebhookSettings>): Promise<WebhookSettings> {
-    requirePrivilege(caller, PRIVILEGE);
+    requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const next = { ...(await this.deliverySettings()), ...changes };
     const now = Date.now();
     await this.db.transaction((trx) => saveSettings(trx, next, now), { changes: ["org"] });

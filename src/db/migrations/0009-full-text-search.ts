@@ -1,5 +1,5 @@
 import { type Kysely, sql } from "kysely";
-import { writeItemWords } from "../../search/word-index.js";
+import { writeItemWords } from "../../content/word-index.js";
 import type { Engine } from "../database.js";
 import type { Database } from "../schema.js";
 
@@ -7,7 +7,7 @@ import type { Database } from "../schema.js";
  * A full-text index of the words of every item's title, description, snippet and tags, so that
  * a bare word of `q` is an index lookup rather than a `LIKE '%word%'` scan of every item (64
  * such words over 3,000 items with long descriptions took seconds). Words are made by
- * `search/words.ts`, not by either engine, so both find the same rows.
+ * `content/words.ts`, not by either engine, so both find the same rows.
  *
  * - SQLite: an FTS5 table `item_words` (the `ascii` tokenizer keeps our words as they are) whose
  *   rowid is `item_search_docs.doc`, a stable integer per item; a trigger removes both when the

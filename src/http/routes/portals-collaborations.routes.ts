@@ -1,5 +1,10 @@
 import fs from "node:fs";
-import type { Contact, WorkspaceConfig } from "../../collaboration/collaboration-types.js";
+import {
+  ACCESS_MODES,
+  COLLABORATION_PRIVILEGE,
+  type Contact,
+  type WorkspaceConfig,
+} from "../../collaboration/collaboration-types.js";
 import type { AccessMode } from "../../db/schema.js";
 import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
@@ -13,10 +18,8 @@ import { RawBody } from "../render.js";
  * the service checks. Portals call each other at `/portico/peer/<op>` (portico.routes.ts).
  */
 
-const PRIVILEGE = "portal:admin:manageCollaborations" as const;
 const base = "/portals/:portalId/collaborations/:collaborationId";
 const ws = `${base}/workspaces/:workspaceId`;
-const MODES = ["send", "receive", "sendAndReceive"] as const;
 /** Signed files are small; this bounds what is parsed. */
 const MAX_FILE_CHARS = 1024 * 1024;
 /**
@@ -45,7 +48,7 @@ const CONFIG_SCHEMA: JsonSchema = {
 const MODE_MAP: JsonSchema = {
   type: "object",
   maxProperties: 100,
-  additionalProperties: { enum: [...MODES] },
+  additionalProperties: { enum: [...ACCESS_MODES] },
 };
 /** `[{"<wid>":"send"}]` as the public API sends it, or one object. */
 const modesParam = (required: boolean) =>
@@ -110,14 +113,14 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: "/portals/:portalId/createCollaboration",
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {
       name: p.string({ required: true, minLength: 1, maxLength: 100 }),
       description: p.string({ maxLength: 250 }),
       workspaceName: p.string({ required: true, minLength: 1, maxLength: 100 }),
       workspaceDescription: p.string({ maxLength: 250 }),
       portalGroupId: p.string({ maxLength: 64 }),
-      accessMode: p.string({ enum: MODES }),
+      accessMode: p.string({ enum: ACCESS_MODES }),
       config: p.json<Partial<WorkspaceConfig>>(CONFIG_SCHEMA),
       ...contactParams("host"),
     },
@@ -140,7 +143,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: "/portals/:portalId/collaborations",
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ caller, services }) => services.collaborations.list(caller),
   }),
@@ -150,7 +153,7 @@ export const portalsCollaborationsRoutes = [
       methods: ["POST"],
       path: `/portals/:portalId/${op}`,
       auth: "required",
-      privilege: PRIVILEGE,
+      privilege: COLLABORATION_PRIVILEGE,
       params: { invitationJSON: p.string({ maxLength: MAX_FILE_CHARS }), ...contactParams("guest") },
       ...fileLimits("invitationFile"),
       handler: async ({ params, files, caller, services }) => {
@@ -176,7 +179,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: base,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => services.collaborations.get(caller, path.collaborationId),
   }),
@@ -185,7 +188,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/updateInfo`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
     handler: async ({ params, path, caller, services }) =>
       services.collaborations.updateInfo(caller, path.collaborationId, params),
@@ -195,7 +198,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/delete`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborations.delete(caller, path.collaborationId),
@@ -206,7 +209,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/removeParticipation`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborations.removeParticipation(caller, path.collaborationId),
@@ -216,7 +219,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/inviteParticipant`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {
       guestPortalUrl: p.string({ required: true, maxLength: 2048, check: httpUrlProblem }),
       collaborationWorkspacesParticipantConfigJSON: modesParam(true),
@@ -239,7 +242,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/invitations`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborationInvitations.invitations(caller, path.collaborationId),
@@ -249,7 +252,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/invitations/:invitationId/invalidate`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborationInvitations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
@@ -259,7 +262,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/invitations/:invitationId/refresh`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: { expiration: p.integer({ min: 1, max: 8760 }) },
     handler: async ({ params, path, caller, services }) => {
       const { id, text } = await services.collaborationInvitations.refreshInvitation(
@@ -276,7 +279,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/exportInvitationResponse`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => {
       const cid = path.collaborationId;
@@ -292,7 +295,7 @@ export const portalsCollaborationsRoutes = [
       methods: ["POST"],
       path: `${base}/${op}`,
       auth: "required",
-      privilege: PRIVILEGE,
+      privilege: COLLABORATION_PRIVILEGE,
       params: { invitationResponseJSON: p.string({ maxLength: MAX_FILE_CHARS }) },
       ...fileLimits("invitationResponseFile"),
       handler: async ({ params, files, path, caller, services }) => {
@@ -314,7 +317,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/participants`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborations.participants(caller, path.collaborationId),
@@ -324,7 +327,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/participants/:participantId`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborations.participant(caller, path.collaborationId, path.participantId),
@@ -334,7 +337,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/participants/:participantId/updateParticipantAccessModes`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: { collaborationWorkspacesParticipantConfigJSON: modesParam(true) },
     handler: async ({ params, path, caller, services }) =>
       services.collaborations.updateAccessModes(
@@ -349,7 +352,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/participants/:participantId/updateItemDeletePolicy`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: { deleteContributedItems: p.boolean(), deleteReceivedItems: p.boolean() },
     check(params) {
       if (params.deleteContributedItems === undefined && params.deleteReceivedItems === undefined) {
@@ -370,7 +373,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/participants/:participantId/remove`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId),
@@ -380,12 +383,12 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${base}/addWorkspace`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {
       ...workspaceFields,
       collaborationWorkspaceName: p.string({ required: true, minLength: 1, maxLength: 100 }),
       portalGroupId: p.string({ maxLength: 64 }),
-      accessMode: p.string({ enum: MODES }),
+      accessMode: p.string({ enum: ACCESS_MODES }),
     },
     handler: async ({ params, path, caller, services }) =>
       services.workspaces.addWorkspace(caller, path.collaborationId, {
@@ -401,7 +404,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/workspaces`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.workspaces.workspaces(caller, path.collaborationId),
@@ -411,7 +414,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: ws,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.workspaces.workspace(caller, path.collaborationId, path.workspaceId),
@@ -421,7 +424,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${ws}/updateInfo`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: workspaceFields,
     handler: async ({ params, path, caller, services }) =>
       services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
@@ -435,7 +438,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${ws}/updatePortalGroupLink`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {
       portalGroupId: p.string({ maxLength: 64 }),
       enableRealtimeSync: p.boolean(),
@@ -450,7 +453,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${ws}/removePortalGroupLink`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId),
@@ -460,7 +463,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${ws}/delete`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
@@ -470,7 +473,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${ws}/sync`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: { async: p.boolean() },
     handler: async ({ params, path, caller, services }) =>
       services.sync.requestSync(caller, path.collaborationId, path.workspaceId, params.async !== true),
@@ -480,7 +483,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${ws}/syncStatus`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.sync.status(caller, path.collaborationId, path.workspaceId),
@@ -490,7 +493,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${ws}/syncStatus/:syncId`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.sync.statusOf(caller, path.collaborationId, path.workspaceId, path.syncId),
@@ -500,7 +503,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["GET", "POST"],
     path: `${ws}/schedule`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) =>
       services.sync.schedule(caller, path.collaborationId, path.workspaceId),
@@ -510,7 +513,7 @@ export const portalsCollaborationsRoutes = [
     methods: ["POST"],
     path: `${ws}/schedule/update`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: COLLABORATION_PRIVILEGE,
     params: {
       startTime: p.integer({ min: 0 }),
       // Hours; fractions are accepted (0.5 is every 30 minutes), down to one second.
@@ -526,7 +529,7 @@ export const portalsCollaborationsRoutes = [
       methods: ["POST"],
       path: `${ws}/schedule/${op}`,
       auth: "required",
-      privilege: PRIVILEGE,
+      privilege: COLLABORATION_PRIVILEGE,
       params: {},
       handler: async ({ path, caller, services }) => {
         const cid = path.collaborationId;

@@ -4,13 +4,13 @@ import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type JsonSchema, p } from "../../validation/params.js";
 import type { WebhookConfig } from "../../webhooks/delivery-rules.js";
 import { secretProblem } from "../../webhooks/signature.js";
+import { WEBHOOK_PRIVILEGE } from "../../webhooks/webhook.service.js";
 import { defineRoute } from "../pipeline.js";
 
 /** Organization webhooks, `wire.md` §7. Administrators only (portal:admin:manageWebhooks). */
 
 const base = "/portals/:portalId/webhooks";
 const one = `${base}/:webhookId`;
-const PRIVILEGE = "portal:admin:manageWebhooks" as const;
 
 const CONFIG_SCHEMA: JsonSchema = {
   type: "object",
@@ -44,7 +44,7 @@ export const portalsWebhooksRoutes = [
     methods: ["GET", "POST"],
     path: base,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: { ...pagingParams },
     handler: async ({ params, caller, services }) => services.webhooks.list(caller, pageOf(params)),
   }),
@@ -53,7 +53,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${base}/createWebhook`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {
       ...webhookParams,
       name: p.string({ required: true, minLength: 1, maxLength: 256 }),
@@ -75,7 +75,7 @@ export const portalsWebhooksRoutes = [
     methods: ["GET", "POST"],
     path: `${base}/settings`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {},
     handler: async ({ caller, services }) => services.webhooks.settings(caller),
   }),
@@ -84,7 +84,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${base}/settings/update`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {
       notificationAttempts: p.integer({ min: 0, max: 5 }),
       notificationTimeOutInSeconds: p.integer({ min: 0, max: 60 }),
@@ -110,7 +110,7 @@ export const portalsWebhooksRoutes = [
     methods: ["GET", "POST"],
     path: one,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => services.webhooks.get(caller, path.webhookId),
   }),
@@ -119,7 +119,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${one}/update`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: webhookParams,
     handler: async ({ params, path, caller, services }) =>
       services.webhooks.update(caller, path.webhookId, {
@@ -136,7 +136,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${one}/delete`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => services.webhooks.delete(caller, path.webhookId),
   }),
@@ -145,7 +145,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${one}/activate`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => services.webhooks.setActive(caller, path.webhookId, true),
   }),
@@ -154,7 +154,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${one}/deactivate`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => services.webhooks.setActive(caller, path.webhookId, false),
   }),
@@ -163,7 +163,7 @@ export const portalsWebhooksRoutes = [
     methods: ["GET", "POST"],
     path: `${one}/notificationStatus`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: { ...pagingParams },
     handler: async ({ params, path, caller, services }) =>
       services.webhooks.notificationStatus(caller, path.webhookId, pageOf(params)),
@@ -173,7 +173,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${one}/redeliver`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {
       notificationId: p.string({ maxLength: 64 }),
       since: p.integer({ min: 0 }),
@@ -198,7 +198,7 @@ export const portalsWebhooksRoutes = [
     methods: ["POST"],
     path: `${one}/ping`,
     auth: "required",
-    privilege: PRIVILEGE,
+    privilege: WEBHOOK_PRIVILEGE,
     params: {},
     handler: async ({ path, caller, services }) => services.webhooks.ping(caller, path.webhookId),
   }),
