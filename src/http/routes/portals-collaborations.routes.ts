@@ -4,6 +4,7 @@ import type { AccessMode } from "../../db/schema.js";
 import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { type JsonSchema, p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
 import { RawBody } from "../render.js";
 
@@ -121,8 +122,8 @@ export const portalsCollaborationsRoutes = [
       config: p.json<Partial<WorkspaceConfig>>(CONFIG_SCHEMA),
       ...contactParams("host"),
     },
-    handler: async ({ params, caller, services }) =>
-      services.collaborations.create(caller, {
+    handler: async ({ params, caller, services }) => {
+      const collaboration = await services.collaborations.create(caller, {
         name: params.name,
         description: params.description ?? "",
         workspace: {
@@ -133,7 +134,9 @@ export const portalsCollaborationsRoutes = [
           config: params.config,
         },
         contact: contactOf(params, "host"),
-      }),
+      });
+      return ok({ collaboration });
+    },
   }),
   defineRoute({
     name: "collaborations.list",
@@ -160,13 +163,19 @@ export const portalsCollaborationsRoutes = [
           "invitationJSON",
           "invitationFile",
         );
+        // A file that does not pass is refused with an error, so a validation answers `valid: true`.
         return op === "validateCollaborationInvitation"
-          ? services.collaborationInvitations.validateInvitation(caller, text, param)
-          : services.collaborationInvitations.acceptInvitation(
-              caller,
-              text,
-              param,
-              contactOf(params, "guest"),
+          ? ok({
+              valid: true,
+              ...(await services.collaborationInvitations.validateInvitation(caller, text, param)),
+            })
+          : ok(
+              await services.collaborationInvitations.acceptInvitation(
+                caller,
+                text,
+                param,
+                contactOf(params, "guest"),
+              ),
             );
       },
     }),
@@ -187,8 +196,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
-    handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateInfo(caller, path.collaborationId, params),
+    handler: async ({ params, path, caller, services }) => {
+      await services.collaborations.updateInfo(caller, path.collaborationId, params);
+      return ok({ collaborationId: path.collaborationId });
+    },
   }),
   defineRoute({
     name: "collaborations.delete",
@@ -197,8 +208,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.delete(caller, path.collaborationId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborations.delete(caller, path.collaborationId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.removeParticipation",
@@ -208,8 +221,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipation(caller, path.collaborationId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborations.removeParticipation(caller, path.collaborationId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.inviteParticipant",
@@ -251,8 +266,14 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborationInvitations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborationInvitations.invalidateInvitation(
+        caller,
+        path.collaborationId,
+        path.invitationId,
+      );
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.invitations.refresh",
@@ -303,9 +324,16 @@ export const portalsCollaborationsRoutes = [
           "invitationResponseFile",
         );
         const cid = path.collaborationId;
+        // A file that does not pass is refused with an error, so a validation answers `valid: true`.
         return op === "validateInvitationResponse"
-          ? services.collaborationInvitations.validateResponse(caller, cid, text, param)
-          : services.collaborationInvitations.importResponse(caller, cid, text, param);
+          ? ok({
+              valid: true,
+              ...(await services.collaborationInvitations.validateResponse(caller, cid, text, param)),
+            })
+          : ok({
+              collaborationId: cid,
+              participantId: await services.collaborationInvitations.importResponse(caller, cid, text, param),
+            });
       },
     }),
   ),
@@ -336,13 +364,15 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: { collaborationWorkspacesParticipantConfigJSON: modesParam(true) },
-    handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateAccessModes(
+    handler: async ({ params, path, caller, services }) => {
+      await services.collaborations.updateAccessModes(
         caller,
         path.collaborationId,
         path.participantId,
         modeMap(params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>),
-      ),
+      );
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.participant.updateItemDeletePolicy",
@@ -357,12 +387,13 @@ export const portalsCollaborationsRoutes = [
       }
     },
     handler: async ({ params, path, caller, services }) => {
-      return services.collaborations.updateDeletePolicy(
+      await services.collaborations.updateDeletePolicy(
         caller,
         path.collaborationId,
         path.participantId,
         params,
       );
+      return ok();
     },
   }),
   defineRoute({
@@ -372,8 +403,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.addWorkspace",
@@ -387,14 +420,16 @@ export const portalsCollaborationsRoutes = [
       portalGroupId: p.string({ maxLength: 64 }),
       accessMode: p.string({ enum: MODES }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.workspaces.addWorkspace(caller, path.collaborationId, {
+    handler: async ({ params, path, caller, services }) => {
+      const workspace = await services.workspaces.addWorkspace(caller, path.collaborationId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
         accessMode: params.accessMode,
         config: params.config,
-      }),
+      });
+      return ok({ workspace });
+    },
   }),
   defineRoute({
     name: "collaborations.workspaces",
@@ -423,12 +458,14 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: workspaceFields,
-    handler: async ({ params, path, caller, services }) =>
-      services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
+    handler: async ({ params, path, caller, services }) => {
+      await services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription,
         config: params.config,
-      }),
+      });
+      return ok({ collaborationId: path.collaborationId, collaborationWorkspaceId: path.workspaceId });
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.updatePortalGroupLink",
@@ -442,8 +479,10 @@ export const portalsCollaborationsRoutes = [
       copyFeatureServiceData: p.boolean(),
       copyByRefIfCopyFail: p.boolean(),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.workspaces.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
+    handler: async ({ params, path, caller, services }) => {
+      await services.workspaces.updateGroupLink(caller, path.collaborationId, path.workspaceId, params);
+      return ok({ collaborationId: path.collaborationId, collaborationWorkspaceId: path.workspaceId });
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.removePortalGroupLink",
@@ -452,8 +491,11 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId),
+    // This answer has `success` last.
+    handler: async ({ path, caller, services }) => {
+      await services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId);
+      return { collaborationId: path.collaborationId, collaborationWorkspaceId: path.workspaceId, ...ok() };
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -462,8 +504,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
+    handler: async ({ path, caller, services }) => {
+      await services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
@@ -472,8 +516,18 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: PRIVILEGE,
     params: { async: p.boolean() },
-    handler: async ({ params, path, caller, services }) =>
-      services.sync.requestSync(caller, path.collaborationId, path.workspaceId, params.async !== true),
+    handler: async ({ params, path, caller, services }) => {
+      const { jobId, finished } = await services.sync.requestSync(
+        caller,
+        path.collaborationId,
+        path.workspaceId,
+        params.async !== true,
+      );
+      // The job is named twice (`jobId`, `key`). A sync the call waited for answers how it ended:
+      // there `success` is that outcome, not an acknowledgement.
+      if (finished) return { jobId, key: jobId, success: finished.status !== "failed", ...finished };
+      return { jobId, key: jobId, ...ok() };
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus",
@@ -517,8 +571,10 @@ export const portalsCollaborationsRoutes = [
       interval: p.number({ min: 1 / 3600, max: 24 * 365 }),
       repeatCount: p.integer({ min: 0, max: 1_000_000, also: [-1] }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params),
+    handler: async ({ params, path, caller, services }) => {
+      await services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params);
+      return ok();
+    },
   }),
   ...(["delete", "pause", "resume"] as const).map((op) =>
     defineRoute({
@@ -531,8 +587,9 @@ export const portalsCollaborationsRoutes = [
       handler: async ({ path, caller, services }) => {
         const cid = path.collaborationId;
         const wid = path.workspaceId;
-        if (op === "delete") return services.sync.deleteSchedule(caller, cid, wid);
-        return services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
+        if (op === "delete") await services.sync.deleteSchedule(caller, cid, wid);
+        else await services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
+        return ok();
       },
     }),
   ),
