@@ -59,6 +59,7 @@ export class CollaborationService {
     return (await this.portal.get()).id;
   }
 
+  /** Creates a collaboration hosted here, with its first workspace; answers the collaboration. */
   async create(
     caller: Caller | null,
     input: {
@@ -98,7 +99,7 @@ export class CollaborationService {
       );
       await insertNewWorkspace(trx, id, org.id, input.workspace, now);
     });
-    return { success: true, collaboration: await this.get(caller, id) };
+    return this.get(caller, id);
   }
 
   async list(caller: Caller | null) {
@@ -137,7 +138,7 @@ export class CollaborationService {
     caller: Caller | null,
     id: string,
     input: { name?: string | undefined; description?: string | undefined },
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const collab = await mustFindCollaboration(trx, id);
@@ -146,11 +147,10 @@ export class CollaborationService {
         await this.assertUniqueName(trx, input.name);
       await updateCollaboration(trx, id, input, Date.now());
     });
-    return { success: true, collaborationId: id };
   }
 
   /** Host: deletes the whole collaboration, for every participant. */
-  async delete(caller: Caller | null, collaborationId: string) {
+  async delete(caller: Caller | null, collaborationId: string): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(
@@ -165,11 +165,10 @@ export class CollaborationService {
       return guests;
     });
     for (const g of guests) this.notifier.tell(g.portal_url, collaborationId, g.portal_id, "ended", {});
-    return { success: true };
   }
 
   /** Guest: leaves the collaboration; replication stops at once. */
-  async removeParticipation(caller: Caller | null, collaborationId: string) {
+  async removeParticipation(caller: Caller | null, collaborationId: string): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "guest", "The host cannot leave its own collaboration; delete it instead.");
@@ -180,7 +179,6 @@ export class CollaborationService {
       return host;
     });
     this.notifier.tell(host.portal_url, collaborationId, host.portal_id, "left", {});
-    return { success: true };
   }
 
   async participants(caller: Caller | null, collaborationId: string) {
@@ -223,7 +221,7 @@ export class CollaborationService {
     collaborationId: string,
     portalId: string,
     modes: Record<string, AccessMode>,
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host changes access modes.");
@@ -238,7 +236,6 @@ export class CollaborationService {
       for (const [workspaceId, mode] of Object.entries(modes))
         await setMode(trx, { workspaceId, portalId, mode });
     });
-    return { success: true };
   }
 
   async updateDeletePolicy(
@@ -246,7 +243,7 @@ export class CollaborationService {
     collaborationId: string,
     portalId: string,
     policy: { deleteContributedItems?: boolean | undefined; deleteReceivedItems?: boolean | undefined },
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host changes item delete policies.");
@@ -260,11 +257,10 @@ export class CollaborationService {
         Date.now(),
       );
     });
-    return { success: true };
   }
 
   /** Host: removes a guest. Its calls are refused from now on; copies follow the delete policies. */
-  async removeParticipant(caller: Caller | null, collaborationId: string, portalId: string) {
+  async removeParticipant(caller: Caller | null, collaborationId: string, portalId: string): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host removes participants.");
@@ -277,7 +273,6 @@ export class CollaborationService {
       return guest;
     });
     this.notifier.tell(guest.portal_url, collaborationId, guest.portal_id, "ended", {});
-    return { success: true };
   }
 
   private async assertUniqueName(q: Queryable, name: string) {

@@ -166,7 +166,11 @@ export class InvitationService {
     };
   }
 
-  async invalidateInvitation(caller: Caller | null, collaborationId: string, invitationId: string) {
+  async invalidateInvitation(
+    caller: Caller | null,
+    collaborationId: string,
+    invitationId: string,
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const row = await mustFindInvitation(trx, collaborationId, invitationId);
@@ -174,7 +178,6 @@ export class InvitationService {
         throw errors.conflict("The invitation was already accepted; remove the participant instead.");
       await markInvitationInvalidated(trx, invitationId, Date.now());
     });
-    return { success: true };
   }
 
   /** Issues the invitation again with a new expiration; files issued before it no longer count. */
@@ -216,8 +219,6 @@ export class InvitationService {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const { response, invitation } = await this.checkResponse(this.db.kysely, collaborationId, text, param);
     return {
-      success: true,
-      valid: true,
       invitationId: invitation.id,
       guestPortalId: response.guestPortalId,
       guestPortalUrl: response.guestPortalUrl,
@@ -226,8 +227,16 @@ export class InvitationService {
     };
   }
 
-  /** Imports a response file: the guest becomes a participant, and trust is established. */
-  async importResponse(caller: Caller | null, collaborationId: string, text: string, param: string) {
+  /**
+   * Imports a response file: the guest becomes a participant, and trust is established. Answers the
+   * new participant's id (its portal's).
+   */
+  async importResponse(
+    caller: Caller | null,
+    collaborationId: string,
+    text: string,
+    param: string,
+  ): Promise<string> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const now = Date.now();
     const response = await this.db.transaction(async (trx) => {
@@ -263,7 +272,7 @@ export class InvitationService {
       await markInvitationAccepted(trx, invitation.id, response.guestPortalId, now);
       return response;
     });
-    return { success: true, collaborationId, participantId: response.guestPortalId };
+    return response.guestPortalId;
   }
 
   private async checkResponse(q: Queryable, collaborationId: string, text: string, param: string) {
@@ -324,12 +333,11 @@ export class InvitationService {
     return { response, invitation };
   }
 
+  /** Checks an invitation file on the guest; answers what accepting it would join. */
   async validateInvitation(caller: Caller | null, text: string, param: string) {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const invitation = await this.checkInvitation(this.db.kysely, text, param);
     return {
-      success: true,
-      valid: true,
       collaboration: {
         id: invitation.collaborationId,
         name: invitation.collaborationName,
@@ -344,6 +352,7 @@ export class InvitationService {
     };
   }
 
+  /** Joins the collaboration an invitation file names; answers its id and the response file to send back. */
   async acceptInvitation(caller: Caller | null, text: string, param: string, contact: Contact) {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const org = await this.portal.get();
@@ -424,7 +433,6 @@ export class InvitationService {
       return invitation;
     });
     return {
-      success: true,
       collaborationId: invitation.collaborationId,
       invitationResponse: JSON.parse(await this.responseText(invitation.collaborationId)) as unknown,
     };

@@ -29,6 +29,16 @@ export interface PeerEndpointOptions {
  * envelopes instead of tokens (`peer.ts`). A guest asks its host for the collaboration's state,
  * for items and for what the host holds, and sends it items; a host tells its guest that
  * replication ended or that there is something new to sync.
+ *
+ * This class is the handler of that route (portico.routes.ts hands it the call once its envelope
+ * is parsed), so it builds the answers, as a route builds ArcGIS's (`src/http/answers.ts`): the
+ * acknowledgements `{ success: true }` of `ended`, `nudge` and `left`, and the names around
+ * results. What it calls (the drop cascade, `hostState`, replication) returns domain results only;
+ * the per-item `results` of `apply` and `withdraw` are outcomes, built by replication. These are
+ * answers of portico's own peer protocol, not ArcGIS's: the calling portal checks those it reads
+ * against the shapes in `peer-messages.ts` (`answerProblem`), and the notices' acknowledgements
+ * are read for their status only. `ok()` is not used here because `collaboration` sits below
+ * `http` in the layers.
  */
 export class PeerEndpoint {
   private readonly db: Db;

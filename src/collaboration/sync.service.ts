@@ -26,8 +26,16 @@ export class SyncService {
     private readonly syncs: Pick<SyncStarter, "submit" | "launch">,
   ) {}
 
-  /** Starts a sync of a workspace (guest side). Refused, naming the running sync, while one runs. */
-  async requestSync(caller: Caller | null, collaborationId: string, workspaceId: string, wait: boolean) {
+  /**
+   * Starts a sync of a workspace (guest side). Refused, naming the running sync, while one runs.
+   * Answers the job's id and, when `wait` is set, how the job finished.
+   */
+  async requestSync(
+    caller: Caller | null,
+    collaborationId: string,
+    workspaceId: string,
+    wait: boolean,
+  ): Promise<{ jobId: string; finished?: Pick<SyncJobTable, "status" | "summary"> }> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     if (collab.role !== "guest") {
@@ -42,15 +50,9 @@ export class SyncService {
     if (wait) {
       await done;
       const row = await findJob(this.db.kysely, job);
-      return {
-        jobId: job,
-        key: job,
-        success: row.status !== "failed",
-        status: row.status,
-        summary: row.summary,
-      };
+      return { jobId: job, finished: { status: row.status, summary: row.summary } };
     }
-    return { jobId: job, key: job, success: true };
+    return { jobId: job };
   }
 
   async status(caller: Caller | null, collaborationId: string, workspaceId: string) {
@@ -101,7 +103,7 @@ export class SyncService {
       interval?: number | undefined;
       repeatCount?: number | undefined;
     },
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.guestWorkspace(collaborationId, workspaceId);
     const now = Date.now();
@@ -119,17 +121,15 @@ export class SyncService {
       };
       await saveSchedule(trx, schedule, current !== undefined, now);
     });
-    return { success: true };
   }
 
-  async deleteSchedule(caller: Caller | null, collaborationId: string, workspaceId: string) {
+  async deleteSchedule(caller: Caller | null, collaborationId: string, workspaceId: string): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.guestWorkspace(collaborationId, workspaceId);
     await this.db.transaction(async (trx) => {
       if (!(await deleteSchedule(trx, workspaceId)))
         throw errors.notFound(`A sync schedule of workspace '${workspaceId}'`);
     });
-    return { success: true };
   }
 
   async setScheduleState(
@@ -137,7 +137,7 @@ export class SyncService {
     collaborationId: string,
     workspaceId: string,
     state: "active" | "paused",
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.guestWorkspace(collaborationId, workspaceId);
     const now = Date.now();
@@ -148,7 +148,6 @@ export class SyncService {
         throw errors.conflict("The schedule has fired its last time; update it to start again.");
       await setScheduleState(trx, row, state, now);
     });
-    return { success: true };
   }
 
   private async guestWorkspace(collaborationId: string, workspaceId: string) {

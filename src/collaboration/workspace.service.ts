@@ -54,6 +54,7 @@ export class WorkspaceService {
     return (await this.portal.get()).id;
   }
 
+  /** Host: adds a workspace; answers it. */
   async addWorkspace(caller: Caller | null, collaborationId: string, workspace: NewWorkspace) {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
@@ -62,7 +63,7 @@ export class WorkspaceService {
     const id = await this.db.transaction((trx) =>
       insertNewWorkspace(trx, collaborationId, collab.host_portal_id, workspace, now),
     );
-    return { success: true, workspace: await this.workspace(caller, collaborationId, id) };
+    return this.workspace(caller, collaborationId, id);
   }
 
   async workspaces(caller: Caller | null, collaborationId: string) {
@@ -120,7 +121,7 @@ export class WorkspaceService {
       description?: string | undefined;
       config?: Partial<WorkspaceConfig> | undefined;
     },
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       const collab = await mustFindCollaboration(trx, collaborationId);
@@ -137,7 +138,6 @@ export class WorkspaceService {
         Date.now(),
       );
     });
-    return { success: true, collaborationId, collaborationWorkspaceId: workspaceId };
   }
 
   async updateGroupLink(
@@ -145,17 +145,16 @@ export class WorkspaceService {
     collaborationId: string,
     workspaceId: string,
     input: GroupLinkUpdate,
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       await mustFindWorkspace(trx, collaborationId, workspaceId);
       await writeLink(trx, workspaceId, input, Date.now(), "portalGroupId");
     });
-    return { success: true, collaborationId, collaborationWorkspaceId: workspaceId };
   }
 
   /** Ends replication through this portal's link (`interface.md` §3); the copies follow this portal's delete policy. */
-  async removeGroupLink(caller: Caller | null, collaborationId: string, workspaceId: string) {
+  async removeGroupLink(caller: Caller | null, collaborationId: string, workspaceId: string): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const selfId = await this.selfId();
     await this.db.transaction(async (trx) => {
@@ -167,11 +166,10 @@ export class WorkspaceService {
       await deleteSchedule(trx, workspaceId);
       await deleteLink(trx, workspaceId);
     });
-    return { collaborationId, collaborationWorkspaceId: workspaceId, success: true };
   }
 
   /** Host: deletes a workspace; replication through it stops at once, on every participant. */
-  async deleteWorkspace(caller: Caller | null, collaborationId: string, workspaceId: string) {
+  async deleteWorkspace(caller: Caller | null, collaborationId: string, workspaceId: string): Promise<void> {
     requirePrivilege(caller, COLLABORATION_PRIVILEGE);
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host deletes workspaces.");
@@ -183,7 +181,6 @@ export class WorkspaceService {
     });
     for (const g of guests)
       this.notifier.tell(g.portal_url, collaborationId, g.portal_id, "ended", { workspaceId });
-    return { success: true };
   }
 }
 

@@ -18,7 +18,8 @@ export class CommentService {
     private readonly items: ItemService,
   ) {}
 
-  async add(caller: Caller | null, itemId: string, comment: string) {
+  /** Adds a comment to an item; answers the new comment's id. */
+  async add(caller: Caller | null, itemId: string, comment: string): Promise<string> {
     await this.requireEnabled();
     if (caller === null) throw errors.tokenRequired();
     await this.items.visible(caller, itemId);
@@ -35,7 +36,7 @@ export class CommentService {
         now,
       );
     });
-    return { success: true, commentId: id };
+    return id;
   }
 
   async list(caller: Caller | null, itemId: string) {
@@ -58,7 +59,7 @@ export class CommentService {
     };
   }
 
-  async update(caller: Caller | null, itemId: string, commentId: string, comment: string) {
+  async update(caller: Caller | null, itemId: string, commentId: string, comment: string): Promise<void> {
     await this.requireEnabled();
     if (caller === null) throw errors.tokenRequired();
     await this.items.visible(caller, itemId);
@@ -75,10 +76,9 @@ export class CommentService {
         now,
       );
     });
-    return { success: true, commentId };
   }
 
-  async delete(caller: Caller | null, itemId: string, commentId: string) {
+  async delete(caller: Caller | null, itemId: string, commentId: string): Promise<void> {
     if (caller === null) throw errors.tokenRequired();
     const { row: item } = await this.items.visible(caller, itemId);
     await this.db.transaction(async (trx) => {
@@ -97,7 +97,6 @@ export class CommentService {
         actor: actorOf(caller),
       });
     });
-    return { success: true, commentId };
   }
 
   private async requireEnabled() {

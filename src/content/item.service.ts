@@ -142,6 +142,7 @@ export class ItemService {
     };
   }
 
+  /** Adds an item; answers its id and the folder it went to. */
   async add(caller: Caller | null, username: string, folder: string | undefined, fields: ItemFields) {
     requirePrivilege(caller, "portal:user:createItem");
     this.requireOwnContent(caller, username);
@@ -149,10 +150,7 @@ export class ItemService {
     if (!fields.type) throw errors.missingParameter("type");
     await this.checkThumbnail(fields.thumbnail);
     const withTitle = { ...fields, title: fields.title, type: fields.type };
-    return this.db.transaction(async (trx) => {
-      const item = await this.insertIn(trx, caller, username, folder, withTitle);
-      return { success: true, ...item };
-    });
+    return this.db.transaction((trx) => this.insertIn(trx, caller, username, folder, withTitle));
   }
 
   /**
@@ -203,7 +201,13 @@ export class ItemService {
     return { id, folder: folderRow?.id ?? null };
   }
 
-  async update(caller: Caller | null, username: string, id: string, fields: ItemFields, cleared: string[]) {
+  async update(
+    caller: Caller | null,
+    username: string,
+    id: string,
+    fields: ItemFields,
+    cleared: string[],
+  ): Promise<void> {
     await this.checkThumbnail(fields.thumbnail);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
@@ -235,10 +239,9 @@ export class ItemService {
         now,
       );
     });
-    return { success: true, id };
   }
 
-  async delete(caller: Caller | null, username: string, id: string) {
+  async delete(caller: Caller | null, username: string, id: string): Promise<void> {
     await this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:deleteItems");
       if (row.protected) {
@@ -247,26 +250,27 @@ export class ItemService {
       await deleteItem(trx, id, this.dropStorage);
       await recordEvent(trx, { source: "item", operation: "delete", objectId: id, actor: actorOf(caller) });
     });
-    return { success: true, itemId: id };
   }
 
-  async setProtected(caller: Caller | null, username: string, id: string, value: boolean) {
+  async setProtected(caller: Caller | null, username: string, id: string, value: boolean): Promise<void> {
     await this.db.transaction(async (trx) => {
       await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
       await updateItem(trx, id, { protected: value ? 1 : 0 });
       await recordEvent(trx, { source: "item", operation: "update", objectId: id, actor: actorOf(caller) });
     });
-    return { success: true };
   }
 
-  /** Moves an item to a folder of its owner (`/` or empty: the root folder). */
+  /**
+   * Moves an item to a folder of its owner (`/` or empty: the root folder); answers the owner and
+   * the folder's id (null for the root folder).
+   */
   async move(caller: Caller | null, username: string, id: string, folder: string) {
     return this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
       const target = folder === "/" ? undefined : await this.mustFindFolder(trx, row.owner_id, folder);
       await updateItem(trx, id, { folder_id: target?.id ?? null });
       await recordEvent(trx, { source: "item", operation: "move", objectId: id, actor: actorOf(caller) });
-      return { success: true, itemId: id, owner: row.owner, folder: target?.id ?? null };
+      return { owner: row.owner, folder: target?.id ?? null };
     });
   }
 
@@ -282,9 +286,9 @@ export class ItemService {
     id: string,
     targetUsername: string,
     targetFolder?: string,
-  ) {
+  ): Promise<void> {
     requirePrivilege(caller, "portal:admin:reassignItems");
-    return this.db.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       const row = await findItem(trx, id);
       if (!row || row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
       const source = await findAccount(trx, row.owner);
@@ -306,10 +310,10 @@ export class ItemService {
         actor: actorOf(caller),
         properties: { reassignedTo: [target.username] },
       });
-      return { success: true, itemId: id };
     });
   }
 
+  /** Creates a folder of the user's; answers it. */
   async createFolder(caller: Caller | null, username: string, title: string) {
     requirePrivilege(caller, "portal:user:createItem");
     this.requireOwnContent(caller, username);
@@ -331,10 +335,10 @@ export class ItemService {
       }
       throw err;
     }
-    return { success: true, folder: { username, id: folder.id, title } };
+    return { username, id: folder.id, title };
   }
 
-  async deleteFolder(caller: Caller | null, username: string, folderId: string) {
+  async deleteFolder(caller: Caller | null, username: string, folderId: string): Promise<void> {
     if (caller === null) throw errors.tokenRequired();
     this.requireOwnContent(caller, username);
     await this.db.transaction(async (trx) => {
@@ -349,7 +353,6 @@ export class ItemService {
       }
       await deleteFolder(trx, folder.id);
     });
-    return { success: true, folder: { username, id: folderId } };
   }
 
   /** `content/users/<u>[/<folder>]`: the user's items of one folder, and their folders. */

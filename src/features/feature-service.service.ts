@@ -95,19 +95,13 @@ export interface CreateServiceRequest {
   servicesBase: string;
 }
 
-/** The createService answer (`interface.md` §2.1). */
-export interface CreateServiceResult {
-  encodedServiceURL: string;
-  isView: false;
+/** A service `create` made: its item, name and URL, and the item's fields as stored. */
+export interface CreatedService {
   itemId: string;
   name: string;
-  serviceItemId: string;
   serviceurl: string;
-  size: -1;
-  success: true;
-  type: typeof FEATURE_SERVICE_TYPE;
   description: string;
-  tags: string;
+  tags: string[];
   snippet: string;
 }
 
@@ -170,7 +164,7 @@ export class FeatureServiceService {
     username: string,
     folder: string | undefined,
     request: CreateServiceRequest,
-  ): Promise<CreateServiceResult> {
+  ): Promise<CreatedService> {
     requirePrivilege(caller, "portal:publisher:publishFeatures");
     requirePrivilege(caller, "portal:user:createItem");
     if (!isCaller(caller, username)) {
@@ -213,20 +207,7 @@ export class FeatureServiceService {
         );
         return item.id;
       });
-      return {
-        encodedServiceURL: encodeURI(serviceurl),
-        isView: false,
-        itemId,
-        name,
-        serviceItemId: itemId,
-        serviceurl,
-        size: -1,
-        success: true,
-        type: FEATURE_SERVICE_TYPE,
-        description,
-        tags: tags.join(","),
-        snippet,
-      };
+      return { itemId, name, serviceurl, description, tags, snippet };
     } catch (err) {
       // Two requests for one name at once: the unique index decides, the loser hears the same answer.
       if (isUniqueViolation(err)) throw errors.serviceNameTaken(name);
@@ -259,18 +240,18 @@ export class FeatureServiceService {
     return { layers: all(service.layers), tables: all(service.tables) };
   }
 
+  /** Adds layers and tables to the service; answers the ones added, with their ids. */
   async addToDefinition(caller: Caller | null, name: string, add: AddToDefinition) {
-    const added = await this.change(caller, name, (service) => {
+    return this.change(caller, name, (service) => {
       const result = addToDefinition(service, add);
       return {
         service: withStorableLayers(service, result.service, "addToDefinition"),
         answer: result.added,
       };
     });
-    return { ...added, success: true };
   }
 
-  async updateDefinition(caller: Caller | null, name: string, props: ServiceProperties) {
+  async updateDefinition(caller: Caller | null, name: string, props: ServiceProperties): Promise<void> {
     await this.change(caller, name, async (service, at) => {
       const definition = updateDefinition(service, props);
       // Editor tracking turned on adds its fields to every stored layer: written into their
@@ -299,15 +280,13 @@ export class FeatureServiceService {
       for (const t of service.tables) tables.push(await complete(t, "table"));
       return { service: { ...service, definition, layers, tables }, answer: undefined };
     });
-    return { success: true };
   }
 
-  async deleteFromDefinition(caller: Caller | null, name: string, del: DeleteFromDefinition) {
+  async deleteFromDefinition(caller: Caller | null, name: string, del: DeleteFromDefinition): Promise<void> {
     await this.change(caller, name, (service) => ({
       service: deleteFromDefinition(service, del),
       answer: undefined,
     }));
-    return { success: true };
   }
 
   /**
@@ -318,7 +297,12 @@ export class FeatureServiceService {
    * version accepted but could not store, see migration 0010) gets it once its definition can hold
    * data, with the fields the change leaves.
    */
-  async addLayerFields(caller: Caller | null, name: string, layerId: string, add: LayerAddToDefinition) {
+  async addLayerFields(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    add: LayerAddToDefinition,
+  ): Promise<void> {
     await this.changeLayer(caller, name, layerId, async (service, id, at) => {
       const storage = await hasLayerStorage(at.trx, at.itemId, id);
       const hasRows = storage && (await layerHasRows(at.trx, at.itemId, id));
@@ -337,7 +321,6 @@ export class FeatureServiceService {
       await touchLayerSchema(at.trx, at.itemId, id, at.now);
       return result.service;
     });
-    return { success: true };
   }
 
   /** `deleteFromDefinition` of one layer: the fields go, with their columns and values. */
@@ -346,7 +329,7 @@ export class FeatureServiceService {
     name: string,
     layerId: string,
     del: LayerDeleteFromDefinition,
-  ) {
+  ): Promise<void> {
     await this.changeLayer(caller, name, layerId, async (service, id, at) => {
       const result = deleteLayerFields(service, id, del);
       if (result.dropped.length === 0) return result.service;
@@ -358,7 +341,6 @@ export class FeatureServiceService {
       await touchLayerSchema(at.trx, at.itemId, id, at.now);
       return result.service;
     });
-    return { success: true };
   }
 
   /** `updateDefinition` of one layer. A field made not nullable must hold a value in every row. */
@@ -367,7 +349,7 @@ export class FeatureServiceService {
     name: string,
     layerId: string,
     update: LayerUpdateDefinition,
-  ) {
+  ): Promise<void> {
     await this.changeLayer(caller, name, layerId, async (service, id, at) => {
       const storage = await hasLayerStorage(at.trx, at.itemId, id);
       const hasRows = storage && (await layerHasRows(at.trx, at.itemId, id));
@@ -387,7 +369,6 @@ export class FeatureServiceService {
       if (result.schemaChanged) await touchLayerSchema(at.trx, at.itemId, id, at.now);
       return result.service;
     });
-    return { success: true };
   }
 
   /**

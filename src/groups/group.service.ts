@@ -72,6 +72,7 @@ export class GroupService {
     private readonly items: ItemService,
   ) {}
 
+  /** Creates a group owned by the caller; answers the group resource. */
   async create(caller: Caller | null, fields: GroupFields & { title: string }) {
     requirePrivilege(caller, "portal:user:createGroup");
     const access = fields.access ?? "private";
@@ -108,10 +109,7 @@ export class GroupService {
       }),
     );
     const org = await this.portal.get();
-    return {
-      success: true,
-      group: groupJson(row, org.id, { username: caller.username, memberType: "owner" }),
-    };
+    return groupJson(row, org.id, { username: caller.username, memberType: "owner" });
   }
 
   async get(caller: Caller | null, id: string) {
@@ -120,7 +118,12 @@ export class GroupService {
     return groupJson(row, org.id, caller ? { username: caller.username, memberType: membership } : null);
   }
 
-  async update(caller: Caller | null, id: string, fields: GroupFields, cleared: readonly string[]) {
+  async update(
+    caller: Caller | null,
+    id: string,
+    fields: GroupFields,
+    cleared: readonly string[],
+  ): Promise<void> {
     const now = Date.now();
     await this.withUniqueTitle(fields.title ?? "", () =>
       this.db.transaction(async (trx) => {
@@ -153,10 +156,9 @@ export class GroupService {
         await this.event(trx, who, id, "update", undefined, now);
       }),
     );
-    return { success: true, groupId: id };
   }
 
-  async delete(caller: Caller | null, id: string) {
+  async delete(caller: Caller | null, id: string): Promise<void> {
     await this.db.transaction(async (trx) => {
       const { row, caller: who } = await this.authorize(trx, caller, id, {
         adminPrivilege: "portal:admin:deleteGroups",
@@ -169,10 +171,9 @@ export class GroupService {
       await deleteGroup(trx, id);
       await this.event(trx, who, id, "delete");
     });
-    return { success: true, groupId: id };
   }
 
-  async setProtected(caller: Caller | null, id: string, value: boolean) {
+  async setProtected(caller: Caller | null, id: string, value: boolean): Promise<void> {
     await this.db.transaction(async (trx) => {
       const { caller: who } = await this.authorize(trx, caller, id, {
         adminPrivilege: "portal:admin:updateGroups",
@@ -182,12 +183,12 @@ export class GroupService {
       await updateGroup(trx, id, { protected: value ? 1 : 0 });
       await this.event(trx, who, id, value ? "protect" : "unprotect");
     });
-    return { success: true };
   }
 
   /**
    * Invites users to join. `group_invitations` has no column for the role an invitation grants,
    * so every invitation makes a plain member; group administrators are appointed with updateUsers.
+   * Answers the names not invited (unknown users, members, users already invited).
    */
   async invite(caller: Caller | null, id: string, usernames: readonly string[]) {
     const now = Date.now();
@@ -215,7 +216,7 @@ export class GroupService {
       if (invited.length > 0) {
         await this.event(trx, who, id, "invite", { invitedUserNames: invited }, now);
       }
-      return { success: true, notInvited };
+      return { notInvited };
     });
   }
 
@@ -389,7 +390,10 @@ export class GroupService {
     };
   }
 
-  /** The invited user joins the group; the event is the one of a user being added. */
+  /**
+   * The invited user joins the group; the event is the one of a user being added. Answers who
+   * joined which group.
+   */
   async acceptInvitation(caller: Caller | null, username: string, invitationId: string) {
     if (caller === null) throw errors.tokenRequired();
     const now = Date.now();
@@ -407,16 +411,17 @@ export class GroupService {
         const properties = { addedUserNames: [caller.username] };
         await this.event(trx, caller, invitation.group_id, "addUsers", properties, now);
       }
-      return { success: true, username: caller.username, groupId: invitation.group_id };
+      return { username: caller.username, groupId: invitation.group_id };
     });
   }
 
+  /** The invitation is dropped; answers whose invitation to which group it was. */
   async declineInvitation(caller: Caller | null, username: string, invitationId: string) {
     if (caller === null) throw errors.tokenRequired();
     return this.db.transaction(async (trx) => {
       const invitation = await this.ownInvitation(trx, caller, username, invitationId);
       await deleteInvitation(trx, invitation.group_id, caller.userId);
-      return { success: true, username: caller.username, groupId: invitation.group_id };
+      return { username: caller.username, groupId: invitation.group_id };
     });
   }
 

@@ -114,6 +114,7 @@ export class WebhookService {
     return webhookJson(await this.mustFind(id), org.id);
   }
 
+  /** Creates a webhook; answers its resource. */
   async create(caller: Caller | null, input: WebhookInput) {
     requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const events = subscriptionOf(input.changes, input.events);
@@ -130,10 +131,13 @@ export class WebhookService {
     const now = Date.now();
     const row = await this.db.transaction((trx) => insertWebhook(trx, fields, caller.userId, now));
     const org = await this.portal.get();
-    return { success: true, webhook: webhookJson(row, org.id) };
+    return webhookJson(row, org.id);
   }
 
-  /** Changes what is given; `url` and `secret` changes are checked like at creation. */
+  /**
+   * Changes what is given; `url` and `secret` changes are checked like at creation. Answers the
+   * webhook's resource as it now is.
+   */
   async update(caller: Caller | null, id: string, input: Partial<WebhookInput>) {
     requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const current = await this.mustFind(id);
@@ -152,26 +156,24 @@ export class WebhookService {
       if (!(await updateWebhook(trx, id, fields, caller.userId, now))) throw errors.webhookNotFound(id);
     });
     const org = await this.portal.get();
-    return { success: true, webhook: webhookJson(await this.mustFind(id), org.id) };
+    return webhookJson(await this.mustFind(id), org.id);
   }
 
-  async delete(caller: Caller | null, id: string) {
+  async delete(caller: Caller | null, id: string): Promise<void> {
     requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     await this.db.transaction(async (trx) => {
       if (!(await deleteWebhook(trx, id))) throw errors.webhookNotFound(id);
     });
-    return { success: true };
   }
 
   /** Activation starts a clean failure count (`wire.md` §7). */
-  async setActive(caller: Caller | null, id: string, active: boolean) {
+  async setActive(caller: Caller | null, id: string, active: boolean): Promise<void> {
     requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const now = Date.now();
     await this.db.transaction(async (trx) => {
       if (!(await setWebhookActive(trx, id, active, caller.userId, now))) throw errors.webhookNotFound(id);
     });
     if (active) this.deps.delivery.wake();
-    return { success: true };
   }
 
   /** `notificationStatus`: the webhook's notifications, newest first, with every attempt. */
@@ -213,9 +215,14 @@ export class WebhookService {
 
   /**
    * Queues one notification again, or every failed one completed at or after `since` (epoch ms).
-   * Each starts a fresh series of attempts with its original payload and `webhook-id`.
+   * Each starts a fresh series of attempts with its original payload and `webhook-id`. Answers how
+   * many were queued.
    */
-  async redeliver(caller: Caller | null, id: string, which: { notificationId?: string; since?: number }) {
+  async redeliver(
+    caller: Caller | null,
+    id: string,
+    which: { notificationId?: string; since?: number },
+  ): Promise<number> {
     requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     await this.mustFind(id);
     const now = Date.now();
@@ -226,11 +233,14 @@ export class WebhookService {
       throw errors.conflict("The notification is already waiting to be delivered.");
     }
     if (count > 0) this.deps.delivery.wake();
-    return { success: true, redelivered: count };
+    return count;
   }
 
-  /** Queues a test notification (`source: webhook`, `operation: ping`) for this webhook alone. */
-  async ping(caller: Caller | null, id: string) {
+  /**
+   * Queues a test notification (`source: webhook`, `operation: ping`) for this webhook alone;
+   * answers the notification's id.
+   */
+  async ping(caller: Caller | null, id: string): Promise<string> {
     requirePrivilege(caller, WEBHOOK_PRIVILEGE);
     const webhook = await this.mustFind(id);
     if (webhook.is_active !== 1) {
@@ -261,7 +271,7 @@ export class WebhookService {
       queueNotification(trx, { webhookId: webhook.id, eventId: "", payload }, now),
     );
     this.deps.delivery.wake();
-    return { success: true, notificationId: notification.id };
+    return notification.id;
   }
 
   async settings(caller: Caller | null): Promise<WebhookSettings> {

@@ -1,6 +1,7 @@
 import type { GroupFields } from "../../groups/group.service.js";
 import { GROUP_SORT_FIELDS } from "../../search/search.service.js";
 import { type ParamValues, p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { searchParams, searchRequest } from "./shared.js";
 
@@ -59,7 +60,7 @@ export const communityGroupsRoutes = [
     privilege: "portal:user:createGroup",
     params: { ...groupParams, title: p.string({ required: true, maxLength: 250 }) },
     handler: async ({ params, caller, services }) =>
-      services.groups.create(caller, { ...groupFields(params), title: params.title }),
+      ok({ group: await services.groups.create(caller, { ...groupFields(params), title: params.title }) }),
   }),
   defineRoute({
     name: "groups.get",
@@ -75,8 +76,10 @@ export const communityGroupsRoutes = [
     path: `${groupBase}/update`,
     auth: "required",
     params: groupParams,
-    handler: async ({ params, empty, path, caller, services }) =>
-      services.groups.update(caller, path.groupId, groupFields(params), [...empty]),
+    handler: async ({ params, empty, path, caller, services }) => {
+      await services.groups.update(caller, path.groupId, groupFields(params), [...empty]);
+      return ok({ groupId: path.groupId });
+    },
   }),
   defineRoute({
     name: "groups.delete",
@@ -84,7 +87,10 @@ export const communityGroupsRoutes = [
     path: `${groupBase}/delete`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) => services.groups.delete(caller, path.groupId),
+    handler: async ({ path, caller, services }) => {
+      await services.groups.delete(caller, path.groupId);
+      return ok({ groupId: path.groupId });
+    },
   }),
   defineRoute({
     name: "groups.protect",
@@ -92,7 +98,10 @@ export const communityGroupsRoutes = [
     path: `${groupBase}/protect`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) => services.groups.setProtected(caller, path.groupId, true),
+    handler: async ({ path, caller, services }) => {
+      await services.groups.setProtected(caller, path.groupId, true);
+      return ok();
+    },
   }),
   defineRoute({
     name: "groups.unprotect",
@@ -100,7 +109,10 @@ export const communityGroupsRoutes = [
     path: `${groupBase}/unprotect`,
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) => services.groups.setProtected(caller, path.groupId, false),
+    handler: async ({ path, caller, services }) => {
+      await services.groups.setProtected(caller, path.groupId, false);
+      return ok();
+    },
   }),
   defineRoute({
     name: "groups.invite",
@@ -119,7 +131,7 @@ export const communityGroupsRoutes = [
       }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.groups.invite(caller, path.groupId, params.users),
+      ok(await services.groups.invite(caller, path.groupId, params.users)),
   }),
   defineRoute({
     name: "groups.addUsers",

@@ -1,4 +1,5 @@
 import { p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { email, password, personName } from "./shared.js";
 
@@ -59,7 +60,7 @@ export const communityUsersRoutes = [
         password: params.password,
         oldPassword: params.oldPassword,
       });
-      return { success: true, username: path.username };
+      return ok({ username: path.username });
     },
   }),
   defineRoute({
@@ -71,7 +72,7 @@ export const communityUsersRoutes = [
     params: {},
     handler: async ({ path, caller, services }) => {
       await services.users.delete(caller, path.username);
-      return { success: true, username: path.username };
+      return ok({ username: path.username });
     },
   }),
   defineRoute({
@@ -83,7 +84,7 @@ export const communityUsersRoutes = [
     params: {},
     handler: async ({ path, caller, services }) => {
       await services.users.setDisabled(caller, path.username, true);
-      return { success: true };
+      return ok();
     },
   }),
   defineRoute({
@@ -95,7 +96,7 @@ export const communityUsersRoutes = [
     params: {},
     handler: async ({ path, caller, services }) => {
       await services.users.setDisabled(caller, path.username, false);
-      return { success: true };
+      return ok();
     },
   }),
   defineRoute({
@@ -113,7 +114,7 @@ export const communityUsersRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.groups.acceptInvitation(caller, path.username, path.invitationId),
+      ok(await services.groups.acceptInvitation(caller, path.username, path.invitationId)),
   }),
   defineRoute({
     name: "users.invitations.decline",
@@ -122,6 +123,6 @@ export const communityUsersRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) =>
-      services.groups.declineInvitation(caller, path.username, path.invitationId),
+      ok(await services.groups.declineInvitation(caller, path.username, path.invitationId)),
   }),
 ];

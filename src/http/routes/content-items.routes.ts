@@ -1,5 +1,6 @@
 import { servedType } from "../../content/file-types.js";
 import { p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { RawBody } from "../render.js";
 
@@ -49,7 +50,7 @@ export const contentItemsRoutes = [
     auth: "required",
     params: { comment: p.string({ required: true, maxLength: 2048 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.comments.add(caller, path.itemId, params.comment),
+      ok({ commentId: await services.comments.add(caller, path.itemId, params.comment) }),
   }),
   defineRoute({
     name: "comments.list",
@@ -65,8 +66,10 @@ export const contentItemsRoutes = [
     path: "/content/items/:itemId/comments/:commentId/update",
     auth: "required",
     params: { comment: p.string({ required: true, maxLength: 2048 }) },
-    handler: async ({ params, path, caller, services }) =>
-      services.comments.update(caller, path.itemId, path.commentId, params.comment),
+    handler: async ({ params, path, caller, services }) => {
+      await services.comments.update(caller, path.itemId, path.commentId, params.comment);
+      return ok({ commentId: path.commentId });
+    },
   }),
   defineRoute({
     name: "comments.delete",
@@ -74,7 +77,9 @@ export const contentItemsRoutes = [
     path: "/content/items/:itemId/comments/:commentId/delete",
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.comments.delete(caller, path.itemId, path.commentId),
+    handler: async ({ path, caller, services }) => {
+      await services.comments.delete(caller, path.itemId, path.commentId);
+      return ok({ commentId: path.commentId });
+    },
   }),
 ];

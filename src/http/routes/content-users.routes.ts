@@ -1,6 +1,7 @@
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { errors } from "../../errors.js";
+import { FEATURE_SERVICE_TYPE } from "../../features/feature-service.service.js";
 import {
   type CreateParameters,
   checkCreateParameters,
@@ -8,6 +9,7 @@ import {
 } from "../../features/service-definition.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { NUL_REASON, p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
 import { servicesBase } from "../urls.js";
 import { DEFINITION_BODY_LIMIT } from "./shared.js";
@@ -124,7 +126,7 @@ export const contentUsersRoutes = [
     },
     ...itemLimits,
     handler: async ({ params, files, path, caller, services }) =>
-      services.items.add(caller, path.username, path.folderId, itemFields(params, files)),
+      ok(await services.items.add(caller, path.username, path.folderId, itemFields(params, files))),
   }),
   defineRoute({
     name: "items.update",
@@ -133,14 +135,16 @@ export const contentUsersRoutes = [
     auth: "required",
     params: { ...itemParams, clearEmptyFields: p.boolean() },
     ...itemLimits,
-    handler: async ({ params, empty, files, path, caller, services }) =>
-      services.items.update(
+    handler: async ({ params, empty, files, path, caller, services }) => {
+      await services.items.update(
         caller,
         path.username,
         path.itemId,
         itemFields(params, files),
         params.clearEmptyFields ? [...empty] : [],
-      ),
+      );
+      return ok({ id: path.itemId });
+    },
   }),
   defineRoute({
     name: "items.delete",
@@ -148,7 +152,10 @@ export const contentUsersRoutes = [
     path: itemOp("delete"),
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) => services.items.delete(caller, path.username, path.itemId),
+    handler: async ({ path, caller, services }) => {
+      await services.items.delete(caller, path.username, path.itemId);
+      return ok({ itemId: path.itemId });
+    },
   }),
   defineRoute({
     name: "items.protect",
@@ -156,8 +163,10 @@ export const contentUsersRoutes = [
     path: itemOp("protect"),
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.items.setProtected(caller, path.username, path.itemId, true),
+    handler: async ({ path, caller, services }) => {
+      await services.items.setProtected(caller, path.username, path.itemId, true);
+      return ok();
+    },
   }),
   defineRoute({
     name: "items.unprotect",
@@ -165,8 +174,10 @@ export const contentUsersRoutes = [
     path: itemOp("unprotect"),
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.items.setProtected(caller, path.username, path.itemId, false),
+    handler: async ({ path, caller, services }) => {
+      await services.items.setProtected(caller, path.username, path.itemId, false);
+      return ok();
+    },
   }),
   defineRoute({
     name: "items.move",
@@ -175,7 +186,10 @@ export const contentUsersRoutes = [
     auth: "required",
     params: { folder: p.string({ required: true, maxLength: 64 }) },
     handler: async ({ params, path, caller, services }) =>
-      services.items.move(caller, path.username, path.itemId, params.folder),
+      ok({
+        itemId: path.itemId,
+        ...(await services.items.move(caller, path.username, path.itemId, params.folder)),
+      }),
   }),
   defineRoute({
     name: "items.reassign",
@@ -187,14 +201,16 @@ export const contentUsersRoutes = [
       targetUsername: p.string({ required: true, maxLength: 128 }),
       targetFolderName: p.string({ maxLength: 64 }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.items.reassign(
+    handler: async ({ params, path, caller, services }) => {
+      await services.items.reassign(
         caller,
         path.username,
         path.itemId,
         params.targetUsername,
         params.targetFolderName,
-      ),
+      );
+      return ok({ itemId: path.itemId });
+    },
   }),
   defineRoute({
     name: "items.share",
@@ -262,7 +278,7 @@ export const contentUsersRoutes = [
       }),
     },
     handler: async ({ params, path, caller, services }) =>
-      services.items.createFolder(caller, path.username, params.title),
+      ok({ folder: await services.items.createFolder(caller, path.username, params.title) }),
   }),
   defineRoute({
     name: "folders.delete",
@@ -270,8 +286,10 @@ export const contentUsersRoutes = [
     path: "/content/users/:username/:folderId/delete",
     auth: "required",
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.items.deleteFolder(caller, path.username, path.folderId),
+    handler: async ({ path, caller, services }) => {
+      await services.items.deleteFolder(caller, path.username, path.folderId);
+      return ok({ folder: { username: path.username, id: path.folderId } });
+    },
   }),
   defineRoute({
     name: "content.createService",
@@ -307,13 +325,28 @@ export const contentUsersRoutes = [
       }
     },
     handler: async ({ params, path, caller, services, apiBase }) => {
-      return services.featureServices.create(caller, path.username, path.folderId, {
+      const created = await services.featureServices.create(caller, path.username, path.folderId, {
         createParameters: params.createParameters,
         description: params.description,
         tags: params.tags,
         snippet: params.snippet,
         servicesBase: servicesBase(apiBase),
       });
+      // The createService answer (`interface.md` §2.1): the item is the service's, named twice.
+      return {
+        encodedServiceURL: encodeURI(created.serviceurl),
+        isView: false,
+        itemId: created.itemId,
+        name: created.name,
+        serviceItemId: created.itemId,
+        serviceurl: created.serviceurl,
+        size: -1,
+        ...ok(),
+        type: FEATURE_SERVICE_TYPE,
+        description: created.description,
+        tags: created.tags.join(","),
+        snippet: created.snippet,
+      };
     },
   }),
 ];

@@ -1,5 +1,6 @@
 import { errors } from "../../errors.js";
 import { p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 
 /** OAuth 2.0 endpoints below `/sharing/rest/oauth2`. */
@@ -15,7 +16,7 @@ export const oauth2Routes = [
       const token = params.auth_token ?? params.token;
       if (token === undefined) throw errors.missingParameter("auth_token");
       await services.auth.revoke(token);
-      return { success: true };
+      return ok();
     },
   }),
 ];

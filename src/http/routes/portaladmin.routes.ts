@@ -1,6 +1,7 @@
 import { USERNAME_PATTERN } from "../../auth/username.js";
 import { errors } from "../../errors.js";
 import { p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { email, password, personName } from "./shared.js";
 
@@ -52,7 +53,7 @@ export const portaladminRoutes = [
         description: params.description,
         userLicenseTypeId: params.userLicenseTypeId,
       });
-      return { status: "success", success: true, username: user.username, id: user.id };
+      return { status: "success", ...ok({ username: user.username, id: user.id }) };
     },
   }),
 ];

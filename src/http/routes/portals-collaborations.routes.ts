@@ -9,6 +9,7 @@ import type { AccessMode } from "../../db/schema.js";
 import { errors } from "../../errors.js";
 import { httpUrlProblem } from "../../outbound/guard.js";
 import { type JsonSchema, p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute, type UploadedFile } from "../pipeline.js";
 import { RawBody } from "../render.js";
 
@@ -124,8 +125,8 @@ export const portalsCollaborationsRoutes = [
       config: p.json<Partial<WorkspaceConfig>>(CONFIG_SCHEMA),
       ...contactParams("host"),
     },
-    handler: async ({ params, caller, services }) =>
-      services.collaborations.create(caller, {
+    handler: async ({ params, caller, services }) => {
+      const collaboration = await services.collaborations.create(caller, {
         name: params.name,
         description: params.description ?? "",
         workspace: {
@@ -136,7 +137,9 @@ export const portalsCollaborationsRoutes = [
           config: params.config,
         },
         contact: contactOf(params, "host"),
-      }),
+      });
+      return ok({ collaboration });
+    },
   }),
   defineRoute({
     name: "collaborations.list",
@@ -163,13 +166,19 @@ export const portalsCollaborationsRoutes = [
           "invitationJSON",
           "invitationFile",
         );
+        // A file that does not pass is refused with an error, so a validation answers `valid: true`.
         return op === "validateCollaborationInvitation"
-          ? services.collaborationInvitations.validateInvitation(caller, text, param)
-          : services.collaborationInvitations.acceptInvitation(
-              caller,
-              text,
-              param,
-              contactOf(params, "guest"),
+          ? ok({
+              valid: true,
+              ...(await services.collaborationInvitations.validateInvitation(caller, text, param)),
+            })
+          : ok(
+              await services.collaborationInvitations.acceptInvitation(
+                caller,
+                text,
+                param,
+                contactOf(params, "guest"),
+              ),
             );
       },
     }),
@@ -190,8 +199,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: { name: p.string({ minLength: 1, maxLength: 100 }), description: p.string({ maxLength: 250 }) },
-    handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateInfo(caller, path.collaborationId, params),
+    handler: async ({ params, path, caller, services }) => {
+      await services.collaborations.updateInfo(caller, path.collaborationId, params);
+      return ok({ collaborationId: path.collaborationId });
+    },
   }),
   defineRoute({
     name: "collaborations.delete",
@@ -200,8 +211,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.delete(caller, path.collaborationId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborations.delete(caller, path.collaborationId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.removeParticipation",
@@ -211,8 +224,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipation(caller, path.collaborationId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborations.removeParticipation(caller, path.collaborationId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.inviteParticipant",
@@ -254,8 +269,14 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborationInvitations.invalidateInvitation(caller, path.collaborationId, path.invitationId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborationInvitations.invalidateInvitation(
+        caller,
+        path.collaborationId,
+        path.invitationId,
+      );
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.invitations.refresh",
@@ -306,9 +327,16 @@ export const portalsCollaborationsRoutes = [
           "invitationResponseFile",
         );
         const cid = path.collaborationId;
+        // A file that does not pass is refused with an error, so a validation answers `valid: true`.
         return op === "validateInvitationResponse"
-          ? services.collaborationInvitations.validateResponse(caller, cid, text, param)
-          : services.collaborationInvitations.importResponse(caller, cid, text, param);
+          ? ok({
+              valid: true,
+              ...(await services.collaborationInvitations.validateResponse(caller, cid, text, param)),
+            })
+          : ok({
+              collaborationId: cid,
+              participantId: await services.collaborationInvitations.importResponse(caller, cid, text, param),
+            });
       },
     }),
   ),
@@ -339,13 +367,15 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: { collaborationWorkspacesParticipantConfigJSON: modesParam(true) },
-    handler: async ({ params, path, caller, services }) =>
-      services.collaborations.updateAccessModes(
+    handler: async ({ params, path, caller, services }) => {
+      await services.collaborations.updateAccessModes(
         caller,
         path.collaborationId,
         path.participantId,
         modeMap(params.collaborationWorkspacesParticipantConfigJSON as Record<string, AccessMode>),
-      ),
+      );
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.participant.updateItemDeletePolicy",
@@ -360,12 +390,13 @@ export const portalsCollaborationsRoutes = [
       }
     },
     handler: async ({ params, path, caller, services }) => {
-      return services.collaborations.updateDeletePolicy(
+      await services.collaborations.updateDeletePolicy(
         caller,
         path.collaborationId,
         path.participantId,
         params,
       );
+      return ok();
     },
   }),
   defineRoute({
@@ -375,8 +406,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId),
+    handler: async ({ path, caller, services }) => {
+      await services.collaborations.removeParticipant(caller, path.collaborationId, path.participantId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.addWorkspace",
@@ -390,14 +423,16 @@ export const portalsCollaborationsRoutes = [
       portalGroupId: p.string({ maxLength: 64 }),
       accessMode: p.string({ enum: ACCESS_MODES }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.workspaces.addWorkspace(caller, path.collaborationId, {
+    handler: async ({ params, path, caller, services }) => {
+      const workspace = await services.workspaces.addWorkspace(caller, path.collaborationId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription ?? "",
         portalGroupId: params.portalGroupId,
         accessMode: params.accessMode,
         config: params.config,
-      }),
+      });
+      return ok({ workspace });
+    },
   }),
   defineRoute({
     name: "collaborations.workspaces",
@@ -426,12 +461,14 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: workspaceFields,
-    handler: async ({ params, path, caller, services }) =>
-      services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
+    handler: async ({ params, path, caller, services }) => {
+      await services.workspaces.updateWorkspaceInfo(caller, path.collaborationId, path.workspaceId, {
         name: params.collaborationWorkspaceName,
         description: params.collaborationWorkspaceDescription,
         config: params.config,
-      }),
+      });
+      return ok({ collaborationId: path.collaborationId, collaborationWorkspaceId: path.workspaceId });
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.updatePortalGroupLink",
@@ -445,8 +482,10 @@ export const portalsCollaborationsRoutes = [
       copyFeatureServiceData: p.boolean(),
       copyByRefIfCopyFail: p.boolean(),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.workspaces.updateGroupLink(caller, path.collaborationId, path.workspaceId, params),
+    handler: async ({ params, path, caller, services }) => {
+      await services.workspaces.updateGroupLink(caller, path.collaborationId, path.workspaceId, params);
+      return ok({ collaborationId: path.collaborationId, collaborationWorkspaceId: path.workspaceId });
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.removePortalGroupLink",
@@ -455,8 +494,11 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId),
+    // This answer has `success` last.
+    handler: async ({ path, caller, services }) => {
+      await services.workspaces.removeGroupLink(caller, path.collaborationId, path.workspaceId);
+      return { collaborationId: path.collaborationId, collaborationWorkspaceId: path.workspaceId, ...ok() };
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.delete",
@@ -465,8 +507,10 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) =>
-      services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId),
+    handler: async ({ path, caller, services }) => {
+      await services.workspaces.deleteWorkspace(caller, path.collaborationId, path.workspaceId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.sync",
@@ -475,8 +519,18 @@ export const portalsCollaborationsRoutes = [
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,
     params: { async: p.boolean() },
-    handler: async ({ params, path, caller, services }) =>
-      services.sync.requestSync(caller, path.collaborationId, path.workspaceId, params.async !== true),
+    handler: async ({ params, path, caller, services }) => {
+      const { jobId, finished } = await services.sync.requestSync(
+        caller,
+        path.collaborationId,
+        path.workspaceId,
+        params.async !== true,
+      );
+      // The job is named twice (`jobId`, `key`). A sync the call waited for answers how it ended:
+      // there `success` is that outcome, not an acknowledgement.
+      if (finished) return { jobId, key: jobId, success: finished.status !== "failed", ...finished };
+      return { jobId, key: jobId, ...ok() };
+    },
   }),
   defineRoute({
     name: "collaborations.workspace.syncStatus",
@@ -520,8 +574,10 @@ export const portalsCollaborationsRoutes = [
       interval: p.number({ min: 1 / 3600, max: 24 * 365 }),
       repeatCount: p.integer({ min: 0, max: 1_000_000, also: [-1] }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params),
+    handler: async ({ params, path, caller, services }) => {
+      await services.sync.updateSchedule(caller, path.collaborationId, path.workspaceId, params);
+      return ok();
+    },
   }),
   ...(["delete", "pause", "resume"] as const).map((op) =>
     defineRoute({
@@ -534,8 +590,9 @@ export const portalsCollaborationsRoutes = [
       handler: async ({ path, caller, services }) => {
         const cid = path.collaborationId;
         const wid = path.workspaceId;
-        if (op === "delete") return services.sync.deleteSchedule(caller, cid, wid);
-        return services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
+        if (op === "delete") await services.sync.deleteSchedule(caller, cid, wid);
+        else await services.sync.setScheduleState(caller, cid, wid, op === "pause" ? "paused" : "active");
+        return ok();
       },
     }),
   ),

@@ -1,5 +1,6 @@
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 
 const roleBase = "/portals/:portalId/roles/:roleId";
@@ -30,7 +31,7 @@ export const portalsRolesRoutes = [
         name: params.name,
         description: params.description ?? "",
       });
-      return { success: true, id };
+      return ok({ id });
     },
   }),
   defineRoute({
@@ -59,7 +60,7 @@ export const portalsRolesRoutes = [
         ...(params.name !== undefined ? { name: params.name } : {}),
         ...(params.description !== undefined ? { description: params.description } : {}),
       });
-      return { success: true };
+      return ok();
     },
   }),
   defineRoute({
@@ -71,7 +72,7 @@ export const portalsRolesRoutes = [
     params: {},
     handler: async ({ path, caller, services }) => {
       await services.roles.delete(caller, path.roleId);
-      return { success: true };
+      return ok();
     },
   }),
   defineRoute({
@@ -105,7 +106,7 @@ export const portalsRolesRoutes = [
     },
     handler: async ({ params, path, caller, services }) => {
       await services.roles.setPrivileges(caller, path.roleId, params.privileges.privileges);
-      return { success: true };
+      return ok();
     },
   }),
 ];

@@ -5,6 +5,7 @@ import { type JsonSchema, p } from "../../validation/params.js";
 import type { WebhookConfig } from "../../webhooks/delivery-rules.js";
 import { secretProblem } from "../../webhooks/signature.js";
 import { WEBHOOK_PRIVILEGE } from "../../webhooks/webhook.service.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 
 /** Organization webhooks, `wire.md` §7. Administrators only (portal:admin:manageWebhooks). */
@@ -60,15 +61,17 @@ export const portalsWebhooksRoutes = [
       url: p.string({ required: true, maxLength: 2048, check: httpUrlProblem }),
       changes: p.string({ required: true, enum: ["allChanges", "manualChanges"] }),
     },
-    handler: async ({ params, caller, services }) =>
-      services.webhooks.create(caller, {
+    handler: async ({ params, caller, services }) => {
+      const webhook = await services.webhooks.create(caller, {
         name: params.name,
         url: params.url,
         secret: params.secret,
         config: params.config,
         changes: params.changes,
         events: params.events,
-      }),
+      });
+      return ok({ webhook });
+    },
   }),
   defineRoute({
     name: "webhooks.settings",
@@ -102,7 +105,7 @@ export const portalsWebhooksRoutes = [
           ? { notificationElapsedTimeInSeconds: params.notificationElapsedTimeInSeconds }
           : {}),
       });
-      return { success: true, ...settings };
+      return ok(settings);
     },
   }),
   defineRoute({
@@ -121,15 +124,17 @@ export const portalsWebhooksRoutes = [
     auth: "required",
     privilege: WEBHOOK_PRIVILEGE,
     params: webhookParams,
-    handler: async ({ params, path, caller, services }) =>
-      services.webhooks.update(caller, path.webhookId, {
+    handler: async ({ params, path, caller, services }) => {
+      const webhook = await services.webhooks.update(caller, path.webhookId, {
         ...(params.name !== undefined ? { name: params.name } : {}),
         ...(params.url !== undefined ? { url: params.url } : {}),
         ...(params.secret !== undefined ? { secret: params.secret } : {}),
         ...(params.config !== undefined ? { config: params.config } : {}),
         ...(params.changes !== undefined ? { changes: params.changes } : {}),
         ...(params.events !== undefined ? { events: params.events } : {}),
-      }),
+      });
+      return ok({ webhook });
+    },
   }),
   defineRoute({
     name: "webhooks.delete",
@@ -138,7 +143,10 @@ export const portalsWebhooksRoutes = [
     auth: "required",
     privilege: WEBHOOK_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.delete(caller, path.webhookId),
+    handler: async ({ path, caller, services }) => {
+      await services.webhooks.delete(caller, path.webhookId);
+      return ok();
+    },
   }),
   defineRoute({
     name: "webhooks.activate",
@@ -147,7 +155,10 @@ export const portalsWebhooksRoutes = [
     auth: "required",
     privilege: WEBHOOK_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.setActive(caller, path.webhookId, true),
+    handler: async ({ path, caller, services }) => {
+      await services.webhooks.setActive(caller, path.webhookId, true);
+      return ok();
+    },
   }),
   defineRoute({
     name: "webhooks.deactivate",
@@ -156,7 +167,10 @@ export const portalsWebhooksRoutes = [
     auth: "required",
     privilege: WEBHOOK_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.setActive(caller, path.webhookId, false),
+    handler: async ({ path, caller, services }) => {
+      await services.webhooks.setActive(caller, path.webhookId, false);
+      return ok();
+    },
   }),
   defineRoute({
     name: "webhooks.notificationStatus",
@@ -187,10 +201,11 @@ export const portalsWebhooksRoutes = [
       }
     },
     handler: async ({ params, path, caller, services }) => {
-      return services.webhooks.redeliver(caller, path.webhookId, {
+      const redelivered = await services.webhooks.redeliver(caller, path.webhookId, {
         ...(params.notificationId !== undefined ? { notificationId: params.notificationId } : {}),
         ...(params.since !== undefined ? { since: params.since } : {}),
       });
+      return ok({ redelivered });
     },
   }),
   defineRoute({
@@ -200,6 +215,7 @@ export const portalsWebhooksRoutes = [
     auth: "required",
     privilege: WEBHOOK_PRIVILEGE,
     params: {},
-    handler: async ({ path, caller, services }) => services.webhooks.ping(caller, path.webhookId),
+    handler: async ({ path, caller, services }) =>
+      ok({ notificationId: await services.webhooks.ping(caller, path.webhookId) }),
   }),
 ];

@@ -19,6 +19,7 @@ import { cachedPortalView } from "../../portal/portal.service.js";
 import { USER_SORT_FIELDS } from "../../users/user.repository.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type ParamSpec, p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { portalHostname } from "../urls.js";
 
@@ -67,7 +68,7 @@ export const portalsRoutes = [
         clearEmptyFields: params.clearEmptyFields === true,
         secure,
       });
-      return { success: true, orgId };
+      return ok({ orgId });
     },
   }),
   defineRoute({
@@ -82,7 +83,7 @@ export const portalsRoutes = [
     },
     handler: async ({ params, caller, services }) => {
       await services.users.updateRole(caller, params.user, params.role);
-      return { success: true };
+      return ok();
     },
   }),
   defineRoute({
@@ -138,7 +139,7 @@ export const portalsRoutes = [
         ) as Partial<PasswordPolicy>,
         lockoutPolicy: pick(LOCKOUT_RULES, () => false) as Partial<LockoutPolicy>,
       });
-      return { success: true };
+      return ok();
     },
   }),
   defineRoute({
@@ -150,7 +151,7 @@ export const portalsRoutes = [
     params: {},
     handler: async ({ caller, services }) => {
       await services.portal.resetSecurityPolicy(caller);
-      return { success: true };
+      return ok();
     },
   }),
 ];

@@ -15,6 +15,7 @@ import {
   updateDefinitionSchema,
 } from "../../features/service-definition.js";
 import { p } from "../../validation/params.js";
+import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { DEFINITION_BODY_LIMIT } from "./shared.js";
 
@@ -33,8 +34,11 @@ export const restAdminServicesRoutes = [
     params: {
       addToDefinition: p.json<AddToDefinition, true>(addToDefinitionSchema, { required: true }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.addToDefinition(caller, path.name, params.addToDefinition),
+    // The layers and tables added, with `success` after them.
+    handler: async ({ params, path, caller, services }) => ({
+      ...(await services.featureServices.addToDefinition(caller, path.name, params.addToDefinition)),
+      ...ok(),
+    }),
   }),
   defineRoute({
     name: "featureServer.updateDefinition",
@@ -49,8 +53,10 @@ export const restAdminServicesRoutes = [
         check: checkUpdateDefinition,
       }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.updateDefinition(caller, path.name, params.updateDefinition),
+    handler: async ({ params, path, caller, services }) => {
+      await services.featureServices.updateDefinition(caller, path.name, params.updateDefinition);
+      return ok();
+    },
   }),
   defineRoute({
     name: "featureServer.deleteFromDefinition",
@@ -63,8 +69,10 @@ export const restAdminServicesRoutes = [
         required: true,
       }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.deleteFromDefinition(caller, path.name, params.deleteFromDefinition),
+    handler: async ({ params, path, caller, services }) => {
+      await services.featureServices.deleteFromDefinition(caller, path.name, params.deleteFromDefinition);
+      return ok();
+    },
   }),
   defineRoute({
     name: "featureServer.layerAddToDefinition",
@@ -76,8 +84,10 @@ export const restAdminServicesRoutes = [
     params: {
       addToDefinition: p.json<LayerAddToDefinition, true>(layerAddToDefinitionSchema, { required: true }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.addLayerFields(caller, path.name, path.layerId, params.addToDefinition),
+    handler: async ({ params, path, caller, services }) => {
+      await services.featureServices.addLayerFields(caller, path.name, path.layerId, params.addToDefinition);
+      return ok();
+    },
   }),
   defineRoute({
     name: "featureServer.layerUpdateDefinition",
@@ -92,13 +102,15 @@ export const restAdminServicesRoutes = [
         check: checkLayerUpdateDefinition,
       }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.updateLayerDefinition(
+    handler: async ({ params, path, caller, services }) => {
+      await services.featureServices.updateLayerDefinition(
         caller,
         path.name,
         path.layerId,
         params.updateDefinition,
-      ),
+      );
+      return ok();
+    },
   }),
   defineRoute({
     name: "featureServer.layerDeleteFromDefinition",
@@ -111,12 +123,14 @@ export const restAdminServicesRoutes = [
         required: true,
       }),
     },
-    handler: async ({ params, path, caller, services }) =>
-      services.featureServices.deleteLayerFields(
+    handler: async ({ params, path, caller, services }) => {
+      await services.featureServices.deleteLayerFields(
         caller,
         path.name,
         path.layerId,
         params.deleteFromDefinition,
-      ),
+      );
+      return ok();
+    },
   }),
 ];
