@@ -5,6 +5,7 @@ import {
   DEFAULT_PASSWORD_POLICY,
   lockoutStatus,
   type PasswordPolicy,
+  policyChanges,
   requireCompliantPassword,
   securityPolicyJson,
   securityPolicyOf,
@@ -83,5 +84,22 @@ describe("lockout status", () => {
     expect(lockoutStatus(recent, DEFAULT_LOCKOUT_POLICY, now).failedLoginAttempts).toBe(2);
     const old = { failures: 2, first_failure: now - 16 * 60_000, locked_until: 0 };
     expect(lockoutStatus(old, DEFAULT_LOCKOUT_POLICY, now).failedLoginAttempts).toBe(0);
+  });
+});
+
+describe("securityPolicy/update changes", () => {
+  it("sets rules sent with a value and leaves rules not sent alone", () => {
+    const changes = policyChanges({ minLength: 12, maxFailedAttempts: 3 }, new Set());
+    expect(changes).toEqual({ passwordPolicy: { minLength: 12 }, lockoutPolicy: { maxFailedAttempts: 3 } });
+  });
+
+  it("clears a rule sent empty: to null where it may be absent, back to its default otherwise", () => {
+    const changes = policyChanges({}, new Set(["minUpper", "minLength", "lockoutDurationInMinutes"]));
+    expect(changes.passwordPolicy).toHaveProperty("minUpper", null);
+    // Present with an undefined value: merged over the stored policy, it removes the stored one.
+    expect(Object.keys(changes.passwordPolicy)).toContain("minLength");
+    expect(changes.passwordPolicy.minLength).toBeUndefined();
+    expect(Object.keys(changes.lockoutPolicy)).toEqual(["lockoutDurationInMinutes"]);
+    expect(changes.lockoutPolicy.lockoutDurationInMinutes).toBeUndefined();
   });
 });

@@ -87,6 +87,37 @@ export const LOCKOUT_RULE_RANGES: Readonly<Record<LockoutRule, { min: number; ma
 export const PASSWORD_RULES = Object.keys(PASSWORD_RULE_RANGES) as PasswordRule[];
 export const LOCKOUT_RULES = Object.keys(LOCKOUT_RULE_RANGES) as LockoutRule[];
 
+/**
+ * What `securityPolicy/update` changes: each rule sent with a value takes it; a rule sent empty
+ * (ArcGIS's own example sends `minUpper=`) is cleared, to null where the rule may be absent and
+ * otherwise back to its default (an undefined change removes the stored value); a rule not sent
+ * keeps its value.
+ */
+export function policyChanges(
+  sent: Partial<Record<PasswordRule | LockoutRule, number>>,
+  sentEmpty: ReadonlySet<string>,
+): { passwordPolicy: Partial<PasswordPolicy>; lockoutPolicy: Partial<LockoutPolicy> } {
+  const pick = <K extends PasswordRule | LockoutRule>(
+    rules: readonly K[],
+    nullable: (rule: K) => boolean,
+  ) => {
+    const out: Partial<Record<K, number | null | undefined>> = {};
+    for (const rule of rules) {
+      const value = sent[rule];
+      if (value !== undefined) out[rule] = value;
+      else if (sentEmpty.has(rule)) out[rule] = nullable(rule) ? null : undefined;
+    }
+    return out;
+  };
+  return {
+    passwordPolicy: pick(
+      PASSWORD_RULES,
+      (rule) => PASSWORD_RULE_RANGES[rule].nullable,
+    ) as Partial<PasswordPolicy>,
+    lockoutPolicy: pick(LOCKOUT_RULES, () => false) as Partial<LockoutPolicy>,
+  };
+}
+
 /** The most passwords ever kept per user: the largest `historySize`. */
 export const MAX_HISTORY = PASSWORD_RULE_RANGES.historySize.max;
 

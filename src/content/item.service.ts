@@ -73,9 +73,29 @@ export interface ItemFields {
   tags?: string[] | undefined;
   url?: string | undefined;
   properties?: Record<string, unknown> | undefined;
-  /** The item's data, from `text` or an uploaded `file`. */
+  /** The item's data as an uploaded `file`; it wins over `text`. */
   data?: ItemFile | undefined;
+  /** The item's data sent as the `text` parameter: stored as `data.json` when it parses as JSON. */
+  text?: string | undefined;
   thumbnail?: ItemFile | undefined;
+}
+
+/**
+ * Data sent as text is served back as JSON when it is JSON (a web map's definition), as plain text
+ * otherwise; the file name records which, so the item's `data` answers with the right type.
+ */
+function textData(text: string): ItemFile {
+  let isJson = true;
+  try {
+    JSON.parse(text);
+  } catch {
+    isJson = false;
+  }
+  return {
+    filename: isJson ? "data.json" : "data.txt",
+    contentType: isJson ? "application/json" : "text/plain; charset=utf-8",
+    data: Buffer.from(text, "utf8"),
+  };
 }
 
 /**
@@ -491,13 +511,14 @@ export class ItemService {
   /** Writes the item's files given in `fields`; answers the size of the data, when there is some. */
   private async storeFiles(trx: Trx, id: string, fields: ItemFields): Promise<number | undefined> {
     let dataSize: number | undefined;
-    if (fields.data) {
+    const data = fields.data ?? (fields.text !== undefined ? textData(fields.text) : undefined);
+    if (data) {
       const stored = await writeFile(
         trx,
         id,
         "data",
-        { name: fields.data.filename, contentType: fields.data.contentType },
-        fields.data,
+        { name: data.filename, contentType: data.contentType },
+        data,
       );
       dataSize = stored.size;
     }

@@ -53,22 +53,6 @@ function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>
       throw errors.invalidParameter(field, `has a file name that ${NUL_REASON}`);
     }
   }
-  let data: ItemFile | undefined = itemFile(files.file);
-  if (!data && params.text !== undefined) {
-    const isJson = (() => {
-      try {
-        JSON.parse(params.text);
-        return true;
-      } catch {
-        return false;
-      }
-    })();
-    data = {
-      filename: isJson ? "data.json" : "data.txt",
-      contentType: isJson ? "application/json" : "text/plain; charset=utf-8",
-      data: Buffer.from(params.text, "utf8"),
-    };
-  }
   return {
     title: params.title,
     type: params.type,
@@ -78,7 +62,8 @@ function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>
     tags: params.tags,
     url: params.url,
     properties: params.properties,
-    data,
+    data: itemFile(files.file),
+    text: params.text,
     thumbnail: itemFile(files.thumbnail),
   };
 }

@@ -6,6 +6,7 @@ import {
   PASSWORD_RULE_RANGES,
   PASSWORD_RULES,
   type PasswordPolicy,
+  policyChanges,
   securityPolicyJson,
 } from "../../auth/security-policy.js";
 import {
@@ -122,23 +123,7 @@ export const portalsRoutes = [
     privilege: "portal:admin:manageSecurity",
     params: securityPolicySpecs,
     handler: async ({ params, empty, caller, services }) => {
-      // A rule sent empty is cleared (ArcGIS's own example sends `minUpper=`); one not sent stays.
-      const pick = <K extends string>(rules: readonly K[], nullable: (rule: K) => boolean) => {
-        const out: Partial<Record<K, number | null | undefined>> = {};
-        for (const rule of rules) {
-          const value = (params as Record<string, number | undefined>)[rule];
-          if (value !== undefined) out[rule] = value;
-          else if (empty.has(rule as never)) out[rule] = nullable(rule) ? null : undefined;
-        }
-        return out;
-      };
-      await services.portal.updateSecurityPolicy(caller, {
-        passwordPolicy: pick(
-          PASSWORD_RULES,
-          (rule) => PASSWORD_RULE_RANGES[rule].nullable,
-        ) as Partial<PasswordPolicy>,
-        lockoutPolicy: pick(LOCKOUT_RULES, () => false) as Partial<LockoutPolicy>,
-      });
+      await services.portal.updateSecurityPolicy(caller, policyChanges(params, empty));
       return ok();
     },
   }),
