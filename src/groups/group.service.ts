@@ -575,7 +575,6 @@ function unique(usernames: readonly string[]): string[] {
   });
 }
 
-/** The ArcGIS group resource; `userMembership` is left out for anonymous callers. */
 /** The ArcGIS group resource; `userMembership` only when the caller is known. */
 export function groupJson(
   row: Omit<GroupRow, "title_key">,
