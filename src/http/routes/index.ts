@@ -8,6 +8,7 @@ import { oauth2Routes } from "./oauth2.routes.js";
 import { portaladminRoutes } from "./portaladmin.routes.js";
 import { portalsRoutes } from "./portals.routes.js";
 import { portalsCollaborationsRoutes } from "./portals-collaborations.routes.js";
+import { portalsCollaborationsWorkspacesRoutes } from "./portals-collaborations-workspaces.routes.js";
 import { portalsRolesRoutes } from "./portals-roles.routes.js";
 import { portalsWebhooksRoutes } from "./portals-webhooks.routes.js";
 import { porticoRoutes } from "./portico.routes.js";
@@ -36,6 +37,7 @@ export const allRoutes = [
   ...portalsRolesRoutes,
   ...portalsWebhooksRoutes,
   ...portalsCollaborationsRoutes,
+  ...portalsCollaborationsWorkspacesRoutes,
   ...porticoRoutes,
   ...restRoutes,
   ...restServicesRoutes,

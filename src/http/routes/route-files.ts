@@ -31,6 +31,16 @@ export const ROUTE_FILE_PREFIXES: readonly { root: ApiRoot; prefix: string; file
   { root: "sharing", prefix: "/portals/:portalId/collaborations", file: "portals-collaborations.routes.ts" },
   {
     root: "sharing",
+    prefix: "/portals/:portalId/collaborations/:collaborationId/workspaces",
+    file: "portals-collaborations-workspaces.routes.ts",
+  },
+  {
+    root: "sharing",
+    prefix: "/portals/:portalId/collaborations/:collaborationId/addWorkspace",
+    file: "portals-collaborations-workspaces.routes.ts",
+  },
+  {
+    root: "sharing",
     prefix: "/portals/:portalId/createCollaboration",
     file: "portals-collaborations.routes.ts",
   },
