@@ -14,12 +14,15 @@ import { FeatureAttachmentService } from "./features/feature-attachments.service
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServiceService } from "./features/feature-service.service.js";
 import { dropServiceStorage } from "./features/layer-store.js";
+import { CategorySchemaService } from "./groups/category-schema.service.js";
 import { GroupService } from "./groups/group.service.js";
+import { GroupNotificationService } from "./groups/group-notification.service.js";
 import type { SyncJobs } from "./jobs/sync-jobs.js";
 import type { OutboundGuard } from "./outbound/guard.js";
 import { PortalService } from "./portal/portal.service.js";
 import { RoleService } from "./roles/role.service.js";
 import { SearchService } from "./search/search.service.js";
+import { NotificationService } from "./users/notification.service.js";
 import { findUser, updateUser } from "./users/user.repository.js";
 import { UserService } from "./users/user.service.js";
 import { payloadUrlCheck } from "./webhooks/attempt.js";
@@ -37,6 +40,9 @@ export interface Services {
   comments: CommentService;
   search: SearchService;
   groups: GroupService;
+  notifications: NotificationService;
+  groupNotifications: GroupNotificationService;
+  categorySchemas: CategorySchemaService;
   featureServices: FeatureServiceService;
   featureData: FeatureDataService;
   featureAttachments: FeatureAttachmentService;
@@ -74,6 +80,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
   const hasher = new PasswordHasher(options.hashing);
   const items = new ItemService(db, portal, dropServiceStorage);
+  const groups = new GroupService(db, portal, items);
   const { keys } = options;
   const { notifier, runner } = options.syncJobs;
   const featureServices = new FeatureServiceService(db, items);
@@ -102,8 +109,11 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     items,
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
-    search: new SearchService(db, portal, items, options.searchTimeoutMs),
-    groups: new GroupService(db, portal, items),
+    search: new SearchService(db, portal, items, groups, options.searchTimeoutMs),
+    groups,
+    notifications: new NotificationService(db),
+    groupNotifications: new GroupNotificationService(db, groups),
+    categorySchemas: new CategorySchemaService(db, groups),
     featureServices,
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),

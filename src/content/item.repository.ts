@@ -2,6 +2,7 @@ import type { Insertable, Selectable, Updateable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
 import type { Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
+import { categoryKey } from "./extent.js";
 import { refreshItemWords, writeItemWords } from "./word-index.js";
 
 export type ItemRow = Selectable<ItemTable>;
@@ -28,7 +29,12 @@ export function findItem(q: Queryable, id: string): Promise<ItemRow | undefined>
   return q.selectFrom("items").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
-export async function insertItem(q: Queryable, row: NewItem, tags: readonly string[]): Promise<void> {
+export async function insertItem(
+  q: Queryable,
+  row: NewItem,
+  tags: readonly string[],
+  categories: readonly string[] = [],
+): Promise<void> {
   await q
     .insertInto("items")
     .values({
@@ -39,6 +45,7 @@ export async function insertItem(q: Queryable, row: NewItem, tags: readonly stri
     })
     .execute();
   await replaceTags(q, row.id, tags);
+  if (categories.length > 0) await replaceCategories(q, row.id, categories);
   await writeItemWords(q, {
     id: row.id,
     title: row.title,
@@ -78,6 +85,32 @@ export async function replaceTags(q: Queryable, itemId: string, tags: readonly s
   await q
     .insertInto("item_tags")
     .values(keys.map((tag_key) => ({ item_id: itemId, tag_key, ...item })))
+    .execute();
+}
+
+/**
+ * Sets an item's categories: the list the item shows (`items.categories`) and the lower-case keys
+ * search reads (`item_categories`), both here so that they cannot disagree. A path repeated
+ * without regard to case is kept once, as first spelled.
+ */
+export async function replaceCategories(
+  q: Queryable,
+  itemId: string,
+  categories: readonly string[],
+): Promise<void> {
+  const byKey = new Map<string, string>();
+  for (const path of categories) if (!byKey.has(categoryKey(path))) byKey.set(categoryKey(path), path);
+  noteChange(q, `content:${itemId}`);
+  await q
+    .updateTable("items")
+    .set({ categories: JSON.stringify([...byKey.values()]) })
+    .where("id", "=", itemId)
+    .execute();
+  await q.deleteFrom("item_categories").where("item_id", "=", itemId).execute();
+  if (byKey.size === 0) return;
+  await q
+    .insertInto("item_categories")
+    .values([...byKey.keys()].map((category_key) => ({ item_id: itemId, category_key })))
     .execute();
 }
 

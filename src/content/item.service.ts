@@ -18,6 +18,7 @@ import type { PortalService } from "../portal/portal.service.js";
 import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import { canViewItem, type Viewer, viewerOf } from "./access.js";
+import { type Box, extentJson } from "./extent.js";
 import {
   type FileSource,
   findFile,
@@ -42,6 +43,7 @@ import {
   listFolders,
   listOwnItems,
   type NewFolder,
+  replaceCategories,
   replaceTags,
   sharedGroupIds,
   sharedGroupIdsOf,
@@ -73,6 +75,10 @@ export interface ItemFields {
   tags?: string[] | undefined;
   url?: string | undefined;
   properties?: Record<string, unknown> | undefined;
+  /** WGS 84 extent; cleared with `clearEmptyFields`. */
+  extent?: Box | undefined;
+  /** Category paths such as `/Categories/Water`; needs a categorizing privilege. */
+  categories?: string[] | undefined;
   /** The item's data as an uploaded `file`; it wins over `text`. */
   data?: ItemFile | undefined;
   /** The item's data sent as the `text` parameter: stored as `data.json` when it parses as JSON. */
@@ -96,6 +102,22 @@ function textData(text: string): ItemFile {
     contentType: isJson ? "application/json" : "text/plain; charset=utf-8",
     data: Buffer.from(text, "utf8"),
   };
+}
+
+/** The extent columns of an item: a box, or none (all four null). */
+function extentColumns(box: Box | null) {
+  return {
+    extent_xmin: box?.xmin ?? null,
+    extent_ymin: box?.ymin ?? null,
+    extent_xmax: box?.xmax ?? null,
+    extent_ymax: box?.ymax ?? null,
+  };
+}
+
+/** Setting an item's categories needs a categorizing privilege, as in ArcGIS. */
+function requireCategorizing(caller: Caller | null): void {
+  if (caller?.privileges.has("portal:admin:categorizeItems")) return;
+  requirePrivilege(caller, "portal:user:categorizeItems");
 }
 
 /**
@@ -168,6 +190,7 @@ export class ItemService {
     this.requireOwnContent(caller, username);
     if (!fields.title) throw errors.missingParameter("title");
     if (!fields.type) throw errors.missingParameter("type");
+    if (fields.categories !== undefined) requireCategorizing(caller);
     await this.checkThumbnail(fields.thumbnail);
     const withTitle = { ...fields, title: fields.title, type: fields.type };
     return this.db.transaction((trx) => this.insertIn(trx, caller, username, folder, withTitle));
@@ -212,8 +235,10 @@ export class ItemService {
         thumbnail: fields.thumbnail ? `thumbnail/${fields.thumbnail.filename}` : null,
         created: now,
         modified: now,
+        ...extentColumns(fields.extent ?? null),
       },
       tags,
+      fields.categories ?? [],
     );
     const dataSize = await this.storeFiles(trx, id, fields);
     if (dataSize !== undefined) await updateItem(trx, id, { size: dataSize });
@@ -230,6 +255,8 @@ export class ItemService {
   ): Promise<void> {
     await this.checkThumbnail(fields.thumbnail);
     const now = Date.now();
+    const categories = fields.categories ?? (cleared.includes("categories") ? [] : undefined);
+    if (categories !== undefined) requireCategorizing(caller);
     await this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
       const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
@@ -250,9 +277,13 @@ export class ItemService {
           : {}),
         ...(dataSize !== undefined ? { size: dataSize } : {}),
         ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
+        ...(fields.extent !== undefined || cleared.includes("extent")
+          ? extentColumns(fields.extent ?? null)
+          : {}),
         modified: Math.max(now, row.modified + 1),
       });
       if (tags !== undefined) await replaceTags(trx, id, tags);
+      if (categories !== undefined) await replaceCategories(trx, id, categories);
       await recordEvent(
         trx,
         { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
@@ -426,7 +457,8 @@ export class ItemService {
       tags: JSON.parse(row.tags) as string[],
       snippet: row.snippet,
       thumbnail: row.thumbnail,
-      extent: [],
+      extent: extentJson(row),
+      categories: JSON.parse(row.categories) as string[],
       spatialReference: null,
       accessInformation: null,
       licenseInfo: null,

@@ -14,6 +14,9 @@ export interface Database {
   folders: FolderTable;
   items: ItemTable;
   item_tags: ItemTagTable;
+  item_categories: ItemCategoryTable;
+  user_notifications: UserNotificationTable;
+  group_category_schemas: GroupCategorySchemaTable;
   item_search_docs: ItemSearchDocTable;
   item_files: ItemFileTable;
   item_file_chunks: ItemFileChunkTable;
@@ -181,6 +184,38 @@ export interface ItemTable {
   size: number;
   thumbnail: string | null;
   created: number;
+  modified: number;
+  /** WGS 84 extent (0014); all four null when the item has none. */
+  extent_xmin: number | null;
+  extent_ymin: number | null;
+  extent_xmax: number | null;
+  extent_ymax: number | null;
+  /** JSON array of category paths (0014); `item_categories` holds their lower-case keys. */
+  categories: Generated<string>;
+}
+
+/** One category of an item, lower-case, for search (0014). */
+export interface ItemCategoryTable {
+  item_id: string;
+  category_key: string;
+}
+
+/** A built-in notification of a user (0014): stored and listed, never mailed. */
+export interface UserNotificationTable {
+  id: string;
+  user_id: string;
+  type: string;
+  subject: string;
+  message: string;
+  /** JSON object: what the notification is about (group id and title, sender). */
+  data: string;
+  created: number;
+}
+
+/** A group's category schema (0014), as the JSON document assignCategorySchema took. */
+export interface GroupCategorySchemaTable {
+  group_id: string;
+  schema: string;
   modified: number;
 }
 

@@ -216,6 +216,18 @@ export class FeatureServiceService {
   }
 
   /** The service resource, if the caller may see the service's item. */
+  /**
+   * `portals/self/isServiceNameAvailable`: whether no hosted service of this name and type exists
+   * in the organization (names compare without case, as createService does). portico hosts
+   * feature services only, so every `Map Service` name is available. Esri's `getUniqueServiceName`
+   * asks with `name`, `name_1`, `name_2`, ... until this says true.
+   */
+  async nameAvailable(caller: Caller | null, name: string, type: "Feature Service" | "Map Service") {
+    requirePrivilege(caller, "portal:publisher:publishFeatures");
+    if (type === "Map Service") return true;
+    return (await findService(this.db.kysely, name)) === undefined;
+  }
+
   async service(caller: Caller | null, name: string): Promise<Record<string, unknown>> {
     const row = await this.visible(caller, name);
     return serviceJson(stored(row), row.item_id);

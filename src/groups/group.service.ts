@@ -344,6 +344,23 @@ export class GroupService {
     return { owner: row.owner, admins, users };
   }
 
+  /**
+   * The group, when the caller may see it, with the caller's membership: for the services built on
+   * groups (notifications, category schemas, the search of a group's content).
+   */
+  async seen(caller: Caller | null, id: string) {
+    return this.visible(this.db.kysely, caller, id);
+  }
+
+  /** The group, when the caller manages it: its owner, a group manager or `portal:admin:updateGroups`. */
+  async managed(trx: Trx, caller: Caller | null, id: string, action: string) {
+    return this.authorize(trx, caller, id, {
+      adminPrivilege: "portal:admin:updateGroups",
+      groupAdmins: true,
+      action,
+    });
+  }
+
   /** The group's items the caller may see, in the group's sort order. */
   async content(caller: Caller | null, id: string, page: Page) {
     const { row, membership } = await this.visible(this.db.kysely, caller, id);

@@ -277,3 +277,23 @@ export function portalView(
     ...(opts.user !== undefined ? { user: opts.user } : {}),
   };
 }
+
+/**
+ * The `portals/<id>/settings` resource: the organization's configuration as the caller may see it
+ * (the ArcGIS reference lists helper services, allowed redirect URIs and the information banner).
+ * Built from the same settings as `portals/self`, with the same rule: anonymous callers of a
+ * private organization see no helper services and no redirect URIs. portico keeps no banner or
+ * access notice, so both are shown disabled.
+ */
+export function portalSettingsView(org: Organization, signedIn: boolean): Record<string, unknown> {
+  const { settings } = org;
+  const open = signedIn || settings.access === "public";
+  return {
+    allowedRedirectUris: open ? settings.allowedRedirectUris : [],
+    defaultExtent: open ? settings.defaultExtent : null,
+    helperServices: open ? helperServices(settings) : {},
+    informationalBanner: { enabled: false, text: "", bgColor: "", fontColor: "" },
+    accessNotice: null,
+    notificationsEnabled: settings.notificationsEnabled,
+  };
+}

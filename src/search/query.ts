@@ -18,6 +18,17 @@ export type QueryNode =
 
 export const ITEM_FIELDS = ["title", "owner", "type", "tags", "group", "id", "access", "orgid"] as const;
 export const GROUP_FIELDS = ["title", "owner", "tags", "id", "access", "orgid"] as const;
+/** Fields of a user search; `email` only for callers who view users (see `SearchService.searchUsers`). */
+export const USER_FIELDS = [
+  "username",
+  "fullname",
+  "firstname",
+  "lastname",
+  "email",
+  "role",
+  "access",
+  "orgid",
+] as const;
 
 /** Longest accepted `q`; a query is a filter, not a document. */
 export const MAX_QUERY_LENGTH = 2048;
@@ -46,21 +57,54 @@ type Token =
  * Parses `q`. Field names are case-insensitive and must be among `fields`; an empty query matches
  * everything. Throws the 400 invalid-parameter error naming `q`.
  */
-export function parseQuery(q: string, fields: readonly string[]): QueryNode {
+export function parseQuery(q: string, fields: readonly string[], param = "q"): QueryNode {
+  const bad = refuse(param);
   // Code units first: that costs nothing, whatever the length; a query of more code units than
   // twice the limit has more characters than the limit, and one below it is short to count.
   if (q.length > 2 * MAX_QUERY_LENGTH || [...q].length > MAX_QUERY_LENGTH) {
     bad(`must be at most ${MAX_QUERY_LENGTH} characters`);
   }
-  const parser = new Parser(tokenize(q), new Set(fields));
+  const parser = new Parser(tokenize(q, bad), new Set(fields), bad);
   return parser.parse();
 }
 
-function bad(reason: string): never {
-  throw errors.invalidParameter("q", reason);
+/**
+ * `filter`, the field-match companion of `q`: the same syntax, but every term names a field and
+ * matches that field's whole value (`title:"City Parks"` is that title, not its words), as the
+ * ArcGIS search reference describes it ("an exact keyword match of the expected value").
+ */
+export function parseFilter(filter: string, fields: readonly string[]): QueryNode {
+  const node = parseQuery(filter, fields, "filter");
+  return exactTitles(node, refuse("filter"));
 }
 
-function tokenize(q: string): Token[] {
+function exactTitles(node: QueryNode, bad: Refuse): QueryNode {
+  switch (node.kind) {
+    case "all":
+      return node;
+    case "and":
+    case "or":
+      return { kind: node.kind, children: node.children.map((c) => exactTitles(c, bad)) };
+    case "not":
+      return { kind: "not", child: exactTitles(node.child, bad) };
+    case "term":
+      if (node.field === null) bad(`has the bare term '${node.value}'; a filter term is field:"value"`);
+      return node.field === "title" ? { ...node, field: EXACT_TITLE } : node;
+  }
+}
+
+/** The field of an exact title match, which only `filter` produces (no `q` can name it). */
+export const EXACT_TITLE = "title=";
+
+type Refuse = (reason: string) => never;
+
+function refuse(param: string): Refuse {
+  return (reason) => {
+    throw errors.invalidParameter(param, reason);
+  };
+}
+
+function tokenize(q: string, bad: Refuse): Token[] {
   const out: Token[] = [];
   let i = 0;
   while (i < q.length) {
@@ -117,6 +161,7 @@ class Parser {
   constructor(
     private readonly tokens: Token[],
     private readonly fields: ReadonlySet<string>,
+    private readonly bad: Refuse,
   ) {}
 
   parse(): QueryNode {
@@ -124,8 +169,8 @@ class Parser {
     const node = this.or(null);
     const rest = this.tokens[this.pos];
     if (rest) {
-      if (rest.t === ")") bad(`has an unbalanced ')' at position ${rest.at + 1}`);
-      bad(`has an unexpected '${describe(rest)}' at position ${rest.at + 1}`);
+      if (rest.t === ")") this.bad(`has an unbalanced ')' at position ${rest.at + 1}`);
+      this.bad(`has an unexpected '${describe(rest)}' at position ${rest.at + 1}`);
     }
     return node;
   }
@@ -164,37 +209,37 @@ class Parser {
 
   private primary(field: string | null): QueryNode {
     const token = this.peek();
-    if (!token) bad("ends where a search term was expected");
+    if (!token) this.bad("ends where a search term was expected");
     this.pos++;
     switch (token.t) {
       case "(": {
-        if (++this.depth > MAX_DEPTH) bad(`nests parentheses more than ${MAX_DEPTH} deep`);
+        if (++this.depth > MAX_DEPTH) this.bad(`nests parentheses more than ${MAX_DEPTH} deep`);
         const inner = this.or(field);
         const close = this.peek();
-        if (close?.t !== ")") bad(`has an unbalanced '(' at position ${token.at + 1}`);
+        if (close?.t !== ")") this.bad(`has an unbalanced '(' at position ${token.at + 1}`);
         this.pos++;
         this.depth--;
         return inner;
       }
       case "field": {
-        if (field !== null) bad(`has a field inside the field '${field}' at position ${token.at + 1}`);
+        if (field !== null) this.bad(`has a field inside the field '${field}' at position ${token.at + 1}`);
         if (!this.fields.has(token.name)) {
-          bad(`uses the unknown field '${token.name}' (known fields: ${[...this.fields].join(", ")})`);
+          this.bad(`uses the unknown field '${token.name}' (known fields: ${[...this.fields].join(", ")})`);
         }
         const next = this.peek();
         if (next?.t !== "value" && next?.t !== "(") {
-          bad(`has no value after '${token.name}:' at position ${token.at + 1}`);
+          this.bad(`has no value after '${token.name}:' at position ${token.at + 1}`);
         }
         return this.primary(token.name);
       }
       case "value": {
-        if (++this.terms > MAX_TERMS) bad(`has more than ${MAX_TERMS} search terms`);
+        if (++this.terms > MAX_TERMS) this.bad(`has more than ${MAX_TERMS} search terms`);
         if (token.value === "*" && !token.quoted) return { kind: "all" };
-        if (WORD_FIELDS.has(field)) this.countWords(field, checkWords(token.value, token.at));
+        if (WORD_FIELDS.has(field)) this.countWords(field, checkWords(token.value, token.at, this.bad));
         return { kind: "term", field, value: token.value };
       }
       default:
-        bad(`has an unexpected '${describe(token)}' at position ${token.at + 1}`);
+        this.bad(`has an unexpected '${describe(token)}' at position ${token.at + 1}`);
     }
   }
 
@@ -204,7 +249,7 @@ class Parser {
     if (this.wordTerms.has(key)) return;
     this.wordTerms.set(key, query.words.length);
     this.words += query.words.length;
-    if (this.words > MAX_WORDS) bad(`has more than ${MAX_WORDS} words in its search terms`);
+    if (this.words > MAX_WORDS) this.bad(`has more than ${MAX_WORDS} words in its search terms`);
   }
 }
 
@@ -219,7 +264,7 @@ function combine(kind: "and" | "or", children: QueryNode[]): QueryNode {
   return list.length === 1 ? (list[0] as QueryNode) : { kind, children: list };
 }
 
-function checkWords(value: string, at: number): WordQuery {
+function checkWords(value: string, at: number, bad: Refuse): WordQuery {
   const query = wordQuery(value);
   if (query.kind !== "words") return query;
   if (query.words.length > MAX_PHRASE_WORDS) {

@@ -6,11 +6,12 @@ import {
   type SqlBool,
   sql,
 } from "kysely";
+import type { Box } from "../content/extent.js";
 import type { ItemRow } from "../content/item.repository.js";
 import { ftsQuery, tsqueryLiteral, wordQuery } from "../content/words.js";
 import { DeadlineExceeded, type Engine, type Queryable } from "../db/database.js";
 import type { Database, GroupTable } from "../db/schema.js";
-import type { QueryNode } from "./query.js";
+import { EXACT_TITLE, type QueryNode } from "./query.js";
 
 /**
  * Search as single SQL statements that SQLite and PostgreSQL both run unchanged: the `q` tree
@@ -157,7 +158,7 @@ function collectWordQueries(node: QueryNode, out: Set<string>): void {
 function containsPattern(value: string): string {
   // A trailing `*` (`title:park*`) asks for a prefix, which a substring match already includes.
   const text = value.replace(/\*+$/, "").toLowerCase();
-  return `%${text.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
+  return `%${escapeLike(text)}%`;
 }
 
 /**
@@ -228,6 +229,8 @@ function itemTerm(orgId: string, ctx: SearchContext) {
             .select("item_shares.item_id")
             .where("item_shares.group_id", "=", value),
         );
+      case EXACT_TITLE:
+        return eb("items.title_key", "=", key);
       case "id":
         return eb("items.id", "=", value);
       case "access":
@@ -239,6 +242,48 @@ function itemTerm(orgId: string, ctx: SearchContext) {
         throw new Error(`unexpected item search field ${field}`);
     }
   };
+}
+
+/**
+ * What an item search asks for: the `q` and `filter` terms AND-ed in one tree, a box the item's
+ * extent must intersect, and category groups (each a list of lower-case paths of which the item
+ * must have one; every group must be met).
+ */
+export interface ItemCriteria {
+  node: QueryNode;
+  bbox?: Box | undefined;
+  categories?: readonly (readonly string[])[] | undefined;
+}
+
+/**
+ * Items whose extent intersects `box`. A box across the antimeridian (`xmin` > `xmax`) is the two
+ * boxes either side of it. Items without an extent never match.
+ */
+function intersects(box: Box): Expression<SqlBool> {
+  const y = sql<SqlBool>`items.extent_ymin <= ${box.ymax} and items.extent_ymax >= ${box.ymin}`;
+  const x =
+    box.xmin <= box.xmax
+      ? sql<SqlBool>`items.extent_xmin <= ${box.xmax} and items.extent_xmax >= ${box.xmin}`
+      : sql<SqlBool>`(items.extent_xmax >= ${box.xmin} or items.extent_xmin <= ${box.xmax})`;
+  return sql<SqlBool>`(${x} and ${y})`;
+}
+
+function inCategories(eb: ItemsEb, keys: readonly string[]): Expression<SqlBool> {
+  return eb(
+    "items.id",
+    "in",
+    eb
+      .selectFrom("item_categories")
+      .select("item_categories.item_id")
+      .where("item_categories.category_key", "in", [...keys]),
+  );
+}
+
+function criteriaCondition(eb: ItemsEb, criteria: ItemCriteria, orgId: string, ctx: SearchContext) {
+  const parts = [compile(eb, criteria.node, itemTerm(orgId, ctx))];
+  if (criteria.bbox) parts.push(intersects(criteria.bbox));
+  for (const group of criteria.categories ?? []) parts.push(inCategories(eb, group));
+  return parts;
 }
 
 /** The columns the visibility rule reads: the item's own, or their copies in `item_tags`. */
@@ -299,7 +344,8 @@ const TAG_COLUMNS: VisibilityColumns = {
  * The tag of a query that is exactly one `tags:` term, the common form that the `item_tags`
  * search index (migration 0004) answers alone: counted and paged newest first from one range scan.
  */
-function singleTag(node: QueryNode): string | undefined {
+function singleTag({ node, bbox, categories }: ItemCriteria): string | undefined {
+  if (bbox || (categories && categories.length > 0)) return undefined;
   return node.kind === "term" && node.field === "tags" ? node.value.toLowerCase() : undefined;
 }
 
@@ -320,44 +366,86 @@ async function countOf<TB extends keyof Database>(
 
 function itemsMatching(
   q: Queryable,
-  node: QueryNode,
+  criteria: ItemCriteria,
   orgId: string,
   viewer: SearchViewer,
   ctx: SearchContext,
 ) {
-  const term = itemTerm(orgId, ctx);
   return q
     .selectFrom("items")
     .where((eb) =>
-      eb.and([withinDeadline(ctx), compile(eb, node, term), itemVisibility(eb, viewer, ITEM_COLUMNS)]),
+      eb.and([
+        withinDeadline(ctx),
+        ...criteriaCondition(eb, criteria, orgId, ctx),
+        itemVisibility(eb, viewer, ITEM_COLUMNS),
+      ]),
     );
 }
 
-/** How many items match `node` that `viewer` may see. */
+/** How many items match `criteria` that `viewer` may see. */
 export async function countItems(
   q: Queryable,
-  node: QueryNode,
+  criteria: ItemCriteria,
   orgId: string,
   viewer: SearchViewer,
   ctx: SearchContext,
 ): Promise<number> {
-  const tag = singleTag(node);
+  const tag = singleTag(criteria);
   return tag === undefined
-    ? countOf(itemsMatching(q, node, orgId, viewer, ctx))
+    ? countOf(itemsMatching(q, criteria, orgId, viewer, ctx))
     : countOf(taggedVisible(q, tag, viewer, ctx));
+}
+
+/**
+ * Ties of counts in code-point order on both engines: PostgreSQL's default collation follows the
+ * locale (spaces and punctuation weigh little), which would cut a `countSize` list elsewhere.
+ */
+function byCodePoint(ctx: SearchContext) {
+  return ctx.engine === "postgres" ? sql`value collate "C" asc` : sql`value asc`;
+}
+
+/** Fields `countFields` may name, and what each counts. */
+export type CountField = "type" | "access" | "tags" | "categories";
+
+/**
+ * The `countSize` most frequent values of `field` among the items `countItems` counts, most
+ * frequent first (ties by value): one grouped statement over the matching items, under the
+ * search's deadline like the rest. Values are the lower-case keys search compares (`type_key`,
+ * tags and categories without case), so spellings that search treats as one are counted as one.
+ */
+export async function countItemValues(
+  q: Queryable,
+  criteria: ItemCriteria,
+  orgId: string,
+  viewer: SearchViewer,
+  field: CountField,
+  size: number,
+  ctx: SearchContext,
+): Promise<{ value: string; count: number }[]> {
+  const matching = itemsMatching(q, criteria, orgId, viewer, ctx);
+  const values =
+    field === "type" || field === "access"
+      ? matching.select(sql.ref(field === "type" ? "items.type_key" : "items.access").as("value"))
+      : field === "tags"
+        ? sql`select tag_key as value from item_tags where item_id in (${matching.select("items.id")})`
+        : sql`select category_key as value from item_categories where item_id in (${matching.select("items.id")})`;
+  const { rows } = await sql<{ value: string; count: number | string }>`
+    select value, count(*) as count from (${values}) counted
+    group by value order by count(*) desc, ${byCodePoint(ctx)} limit ${sql.lit(size)}`.execute(q);
+  return rows.map((r) => ({ value: String(r.value), count: Number(r.count) }));
 }
 
 /** One page of the items `countItems` counts. */
 export function findItems(
   q: Queryable,
-  node: QueryNode,
+  criteria: ItemCriteria,
   orgId: string,
   viewer: SearchViewer,
   sort: SearchSort<ItemSortColumn>,
   page: SearchPage,
   ctx: SearchContext,
 ): Promise<ItemRow[]> {
-  const tag = singleTag(node);
+  const tag = singleTag(criteria);
   if (tag !== undefined && sort.column === "modified") {
     // The index's order is the page's order; only the page's rows are read from items.
     return taggedVisible(q, tag, viewer, ctx)
@@ -369,7 +457,7 @@ export function findItems(
       .offset(sql.lit(page.offset))
       .execute();
   }
-  return itemsMatching(q, node, orgId, viewer, ctx)
+  return itemsMatching(q, criteria, orgId, viewer, ctx)
     .selectAll("items")
     .orderBy(`items.${sort.column}`, sort.direction)
     .orderBy("items.id", sort.direction)
@@ -460,6 +548,115 @@ export function findGroups(
     .selectAll("groups")
     .orderBy(`groups.${sort.column}`, sort.direction)
     .orderBy("groups.id", sort.direction)
+    .limit(sql.lit(page.limit))
+    .offset(sql.lit(page.offset))
+    .execute();
+}
+
+type UsersEb = ExpressionBuilder<Database, "users">;
+export type UserSortColumn = "username_key" | "full_name" | "created" | "last_login" | "role";
+
+/**
+ * Who may be found by a user search. `seesAll`: administrators who view users (and every caller of
+ * the organization's search, which needs that privilege). Otherwise the caller and the members
+ * whose profile is not private, as `community/users/<u>` shows them.
+ */
+function userVisibility(eb: UsersEb, viewer: SearchViewer): Expression<SqlBool> {
+  if (viewer.seesAll) return TRUE;
+  if (viewer.userId === null) return FALSE;
+  return eb.or([eb("users.id", "=", viewer.userId), eb("users.access", "in", ["org", "public"])]);
+}
+
+/**
+ * A user search term. In `q`, bare words and the name fields match substrings (users are few
+ * beside items, and the deadline bounds the scan), `username:` matches the whole name or, with a
+ * trailing `*`, its start; in `filter` (`exact`) every field matches its whole value, without case.
+ */
+function userTerm(orgId: string, exact: boolean) {
+  return (eb: UsersEb, field: string | null, value: string): Expression<SqlBool> => {
+    const key = value.toLowerCase();
+    const nameMatch = (column: "users.full_name" | "users.first_name" | "users.last_name") =>
+      exact ? eb(eb.fn("lower", [eb.ref(column)]), "=", key) : contains(eb.ref(column), value);
+    switch (field) {
+      case null:
+        return eb.or([
+          contains(eb.ref("users.username_key"), value),
+          contains(eb.ref("users.full_name"), value),
+        ]);
+      case "username":
+        if (!exact && key.endsWith("*")) {
+          return sql<SqlBool>`users.username_key like ${`${escapeLike(key.replace(/\*+$/, ""))}%`} escape '\\'`;
+        }
+        return eb("users.username_key", "=", key);
+      case "fullname":
+        return nameMatch("users.full_name");
+      case "firstname":
+        return nameMatch("users.first_name");
+      case "lastname":
+        return nameMatch("users.last_name");
+      case "email":
+        return eb(eb.fn("lower", [eb.ref("users.email")]), "=", key);
+      case "role":
+        return eb.or([eb("users.role", "=", key), eb("users.role_id", "=", value)]);
+      case "access":
+        return eb("users.access", "=", key);
+      case "orgid":
+        return orgCondition(value, orgId);
+      default:
+        throw new Error(`unexpected user search field ${field}`);
+    }
+  };
+}
+
+function escapeLike(text: string): string {
+  return text.replace(/[\\%_]/g, (c) => `\\${c}`);
+}
+
+function usersMatching(
+  q: Queryable,
+  node: QueryNode,
+  filter: QueryNode,
+  orgId: string,
+  viewer: SearchViewer,
+  ctx: SearchContext,
+) {
+  return q
+    .selectFrom("users")
+    .where((eb) =>
+      eb.and([
+        withinDeadline(ctx),
+        compile(eb, node, userTerm(orgId, false)),
+        compile(eb, filter, userTerm(orgId, true)),
+        userVisibility(eb, viewer),
+      ]),
+    );
+}
+
+export async function countUsers(
+  q: Queryable,
+  node: QueryNode,
+  filter: QueryNode,
+  orgId: string,
+  viewer: SearchViewer,
+  ctx: SearchContext,
+): Promise<number> {
+  return countOf(usersMatching(q, node, filter, orgId, viewer, ctx));
+}
+
+export function findUsers(
+  q: Queryable,
+  node: QueryNode,
+  filter: QueryNode,
+  orgId: string,
+  viewer: SearchViewer,
+  sort: SearchSort<UserSortColumn>,
+  page: SearchPage,
+  ctx: SearchContext,
+) {
+  return usersMatching(q, node, filter, orgId, viewer, ctx)
+    .selectAll("users")
+    .orderBy(`users.${sort.column}`, sort.direction)
+    .orderBy("users.id", sort.direction)
     .limit(sql.lit(page.limit))
     .offset(sql.lit(page.offset))
     .execute();

@@ -1,23 +1,32 @@
 import { sql } from "kysely";
-import type { Caller } from "../auth/caller.js";
+import { type Caller, requirePrivilege } from "../auth/caller.js";
+import type { Box } from "../content/extent.js";
+import { categoryKey } from "../content/extent.js";
 import type { ItemService } from "../content/item.service.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isStatementTimeout, type Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
-import { groupJson } from "../groups/group.service.js";
+import { type GroupService, groupJson } from "../groups/group.service.js";
 import type { PortalService } from "../portal/portal.service.js";
+import { userJson } from "../users/user.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
-import { GROUP_FIELDS, ITEM_FIELDS, parseQuery, type QueryNode } from "./query.js";
+import { GROUP_FIELDS, ITEM_FIELDS, parseFilter, parseQuery, type QueryNode, USER_FIELDS } from "./query.js";
 import {
+  type CountField,
   countGroups,
   countItems,
+  countItemValues,
+  countUsers,
   findGroups,
   findItems,
+  findUsers,
   type GroupSortColumn,
+  type ItemCriteria,
   type ItemSortColumn,
   lookUpWords,
   type SearchContext,
   type SearchViewer,
+  type UserSortColumn,
 } from "./search.repository.js";
 
 /** `sortField` values accepted for items, and the column each sorts by. */
@@ -42,12 +51,34 @@ export const GROUP_SORT_FIELDS: Readonly<Record<string, GroupSortColumn>> = {
   modified: "modified",
 };
 
+/** `sortField` values of the user searches, and the column each sorts by. */
+export const USER_SEARCH_SORT_FIELDS: Readonly<Record<string, UserSortColumn>> = {
+  username: "username_key",
+  fullname: "full_name",
+  created: "created",
+  lastlogin: "last_login",
+  role: "role",
+};
+
 export interface SearchRequest {
   q: string | undefined;
   sortField: string | undefined;
   sortOrder: "asc" | "desc" | undefined;
   page: Page;
 }
+
+/** What an item search takes besides `q`: see `searchItems`. */
+export interface ItemSearchRequest extends SearchRequest {
+  filter?: string | undefined;
+  bbox?: Box | undefined;
+  /** Groups of category paths: an item must have one path of every group. */
+  categories?: readonly (readonly string[])[] | undefined;
+  countFields?: readonly CountField[] | undefined;
+  countSize?: number | undefined;
+}
+
+/** `countSize` when none is given, as ArcGIS counts. */
+export const DEFAULT_COUNT_SIZE = 10;
 
 /**
  * `/search` (items) and `/community/groups` (groups). ArcGIS orders by relevance when no
@@ -68,28 +99,60 @@ export class SearchService {
     private readonly db: Db,
     private readonly portal: PortalService,
     private readonly items: ItemService,
+    /** Whose visibility rules a group's content search applies first. */
+    private readonly groups: GroupService,
     /** See `Config.searchTimeoutMs`. */
     private readonly timeoutMs: number,
   ) {
     this.totals = new FeedCache(db.feed, ["events", "org"]);
   }
 
-  async searchItems(caller: Caller | null, request: SearchRequest) {
-    const node = parseQuery(request.q ?? "", ITEM_FIELDS);
+  /**
+   * `/search`: `q` and `filter` AND-ed, then `bbox` (the item's extent must intersect it) and
+   * `categories`; `countFields` adds `aggregations` counted over every match, not only the page.
+   * `within` narrows the search to the items shared with one group (`content/groups/<id>/search`).
+   */
+  async searchItems(caller: Caller | null, request: ItemSearchRequest, within?: string) {
+    // A group the caller may not see answers as a missing one, before anything is searched.
+    if (within !== undefined) await this.groups.seen(caller, within);
+    const terms = [parseQuery(request.q ?? "", ITEM_FIELDS)];
+    if (request.filter) terms.push(parseFilter(request.filter, ITEM_FIELDS));
+    if (within !== undefined) terms.push({ kind: "term", field: "group", value: within });
+    const node = allOf(terms);
+    const criteria: ItemCriteria = {
+      node,
+      bbox: request.bbox,
+      categories: request.categories?.map((group) => group.map(categoryKey)),
+    };
     const org = await this.portal.get();
     const viewer = this.viewer(caller, "portal:admin:viewItems", org.settings.access === "public");
     const sort = {
       column: request.sortField ? (ITEM_SORT_FIELDS[request.sortField] ?? "modified") : "modified",
       direction: request.sortOrder ?? (request.sortField ? "asc" : "desc"),
     } as const;
-    const { total, rows } = await this.bounded(hasWords(node), async (q, bare) => {
+    const countFields = request.countFields ?? [];
+    const { total, rows, counts } = await this.bounded(hasWords(node), async (q, bare) => {
       const ctx = await lookUpWords(q, node, bare);
-      const total = await this.total("items", node, viewer, () => countItems(q, node, org.id, viewer, ctx));
+      const total = await this.total("items", criteria, viewer, () =>
+        countItems(q, criteria, org.id, viewer, ctx),
+      );
       const page = { offset: request.page.start - 1, limit: request.page.num };
-      return { total, rows: await findItems(q, node, org.id, viewer, sort, page, ctx) };
+      const rows = await findItems(q, criteria, org.id, viewer, sort, page, ctx);
+      const counts = [];
+      for (const fieldName of countFields) {
+        const size = request.countSize ?? DEFAULT_COUNT_SIZE;
+        const fieldValues = await countItemValues(q, criteria, org.id, viewer, fieldName, size, ctx);
+        counts.push({ fieldName, fieldValues });
+      }
+      return { total, rows, counts };
     });
     const results = await this.items.itemsJson(rows);
-    return { query: request.q ?? "", ...pageInfo(request.page, total, rows.length), results };
+    return {
+      query: request.q ?? "",
+      ...pageInfo(request.page, total, rows.length),
+      results,
+      ...(countFields.length > 0 ? { aggregations: { counts } } : {}),
+    };
   }
 
   async searchGroups(caller: Caller | null, request: SearchRequest) {
@@ -110,6 +173,62 @@ export class SearchService {
       ...pageInfo(request.page, total, rows.length),
       results: rows.map((row) => groupJson(row, org.id, null)),
     };
+  }
+
+  /**
+   * User searches: `portals/self/users/search` (the organization's, for callers who view users:
+   * every member, with the full resource) and `community/users` (any signed-in caller: themselves
+   * and members whose profile is not private, as `community/users/<u>` shows them). `q` words
+   * match username and full name; `filter` matches whole field values. Only callers who view
+   * users may search by `email`, so an address cannot be probed. Ordered by username unless
+   * `sortField` says otherwise.
+   */
+  async searchUsers(
+    caller: Caller | null,
+    request: SearchRequest & { filter?: string | undefined },
+    scope: "org" | "community",
+  ) {
+    if (scope === "org") requirePrivilege(caller, "portal:admin:viewUsers");
+    else if (caller === null) throw errors.tokenRequired();
+    const viewsUsers = caller.privileges.has("portal:admin:viewUsers");
+    const fields = viewsUsers ? USER_FIELDS : USER_FIELDS.filter((f) => f !== "email");
+    const node = parseQuery(request.q ?? "", fields);
+    const filter = request.filter ? parseFilter(request.filter, fields) : ({ kind: "all" } as const);
+    const org = await this.portal.get();
+    const viewer: SearchViewer = { userId: caller.userId, seesAll: viewsUsers, orgIsPublic: false };
+    const sort = {
+      column: request.sortField
+        ? (USER_SEARCH_SORT_FIELDS[request.sortField] ?? "username_key")
+        : "username_key",
+      direction: request.sortOrder ?? "asc",
+    } as const;
+    const { total, rows } = await this.bounded(false, async (q, ctx) => {
+      const total = await countUsers(q, node, filter, org.id, viewer, ctx);
+      const page = { offset: request.page.start - 1, limit: request.page.num };
+      return { total, rows: await findUsers(q, node, filter, org.id, viewer, sort, page, ctx) };
+    });
+    const customs = await this.customPrivileges(rows);
+    return {
+      query: request.q ?? "",
+      ...pageInfo(request.page, total, rows.length),
+      results: rows.map((r) =>
+        userJson(r, org.id, viewsUsers || r.id === caller.userId ? "full" : "member", customs),
+      ),
+    };
+  }
+
+  /** The privileges of the custom roles among `rows`, which their full resources list. */
+  private async customPrivileges(rows: readonly { role_id: string | null }[]) {
+    const ids = [...new Set(rows.flatMap((r) => (r.role_id === null ? [] : [r.role_id])))];
+    const roles =
+      ids.length === 0
+        ? []
+        : await this.db.kysely
+            .selectFrom("roles")
+            .select(["id", "privileges"])
+            .where("id", "in", ids)
+            .execute();
+    return new Map(roles.map((r) => [r.id, JSON.parse(r.privileges) as string[]]));
   }
 
   /**
@@ -142,7 +261,7 @@ export class SearchService {
 
   private async total(
     kind: "items" | "groups",
-    node: QueryNode,
+    node: QueryNode | ItemCriteria,
     viewer: SearchViewer,
     count: () => Promise<number>,
   ): Promise<number> {
@@ -157,6 +276,13 @@ export class SearchService {
       orgIsPublic,
     };
   }
+}
+
+/** The terms AND-ed; terms that match everything drop out. */
+function allOf(terms: QueryNode[]): QueryNode {
+  const children = terms.filter((t) => t.kind !== "all");
+  if (children.length === 0) return { kind: "all" };
+  return children.length === 1 ? (children[0] as QueryNode) : { kind: "and", children };
 }
 
 /** Whether `node` has a term answered from the word index (a bare word or `title:`). */

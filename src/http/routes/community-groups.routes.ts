@@ -1,9 +1,12 @@
+import { errors } from "../../errors.js";
+import { checkCategorySchema } from "../../groups/category-schema.js";
 import type { GroupFields } from "../../groups/group.service.js";
 import { GROUP_SORT_FIELDS } from "../../search/search.service.js";
+import { MAX_NOTIFICATION_RECIPIENTS } from "../../users/notification.service.js";
 import { type ParamValues, p } from "../../validation/params.js";
 import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
-import { searchParams, searchRequest } from "./shared.js";
+import { notificationParams, searchParams, searchRequest } from "./shared.js";
 
 const groupBase = "/community/groups/:groupId";
 
@@ -173,5 +176,55 @@ export const communityGroupsRoutes = [
     auth: "required",
     params: {},
     handler: async ({ path, caller, services }) => services.groups.members(caller, path.groupId),
+  }),
+  defineRoute({
+    name: "groups.createNotification",
+    methods: ["POST"],
+    path: `${groupBase}/createNotification`,
+    auth: "required",
+    params: { ...notificationParams(MAX_NOTIFICATION_RECIPIENTS), notifyAll: p.boolean() },
+    handler: async ({ params, path, caller, services }) => {
+      await services.groupNotifications.notify(caller, path.groupId, {
+        subject: params.subject ?? "",
+        message: params.message,
+        users: params.users ?? [],
+        notifyAll: params.notifyAll === true,
+      });
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "groups.categorySchema",
+    methods: ["GET", "POST"],
+    path: `${groupBase}/categorySchema`,
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => services.categorySchemas.get(caller, path.groupId),
+  }),
+  defineRoute({
+    name: "groups.assignCategorySchema",
+    methods: ["POST"],
+    path: `${groupBase}/assignCategorySchema`,
+    auth: "required",
+    params: {
+      categorySchema: p.json<unknown, true>({}, { required: true }),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const schema = checkCategorySchema(params.categorySchema);
+      if (typeof schema === "string") throw errors.invalidParameter("categorySchema", schema);
+      await services.categorySchemas.assign(caller, path.groupId, schema);
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "groups.deleteCategorySchema",
+    methods: ["POST"],
+    path: `${groupBase}/deleteCategorySchema`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      await services.categorySchemas.delete(caller, path.groupId);
+      return ok();
+    },
   }),
 ];

@@ -1,10 +1,41 @@
+import { MAX_QUERY_LENGTH } from "../../search/query.js";
+import { USER_SEARCH_SORT_FIELDS } from "../../search/search.service.js";
 import { p } from "../../validation/params.js";
 import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
-import { email, password, personName } from "./shared.js";
+import { email, password, personName, searchParams, searchRequest } from "./shared.js";
 
 /** Users (`/community/users/<u>`, `/community/self`) and the group invitations they answer. */
 export const communityUsersRoutes = [
+  defineRoute({
+    name: "users.search",
+    methods: ["GET", "POST"],
+    path: "/community/users",
+    // The ArcGIS reference: "only available to authenticated users".
+    auth: "required",
+    params: { ...searchParams(USER_SEARCH_SORT_FIELDS), filter: p.string({ maxLength: MAX_QUERY_LENGTH }) },
+    handler: async ({ params, caller, services }) =>
+      services.search.searchUsers(caller, { ...searchRequest(params), filter: params.filter }, "community"),
+  }),
+  defineRoute({
+    name: "users.notifications",
+    methods: ["GET", "POST"],
+    path: "/community/users/:username/notifications",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => services.notifications.list(caller, path.username),
+  }),
+  defineRoute({
+    name: "users.notifications.delete",
+    methods: ["POST"],
+    path: "/community/users/:username/notifications/:notificationId/delete",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      await services.notifications.remove(caller, path.username, path.notificationId);
+      return ok({ notificationId: path.notificationId });
+    },
+  }),
   defineRoute({
     name: "community.self",
     methods: ["GET", "POST"],

@@ -1,3 +1,4 @@
+import { boxSpec, categoryRefusal, MAX_CATEGORY_LENGTH, MAX_ITEM_CATEGORIES } from "../../content/extent.js";
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { errors } from "../../errors.js";
@@ -18,6 +19,11 @@ import { DEFINITION_BODY_LIMIT } from "./shared.js";
 const itemParams = {
   ...itemSpecs,
   text: p.string({ maxLength: 10 * 1024 * 1024 }),
+  extent: boxSpec(false),
+  categories: p.list({
+    maxItems: MAX_ITEM_CATEGORIES,
+    item: { maxLength: MAX_CATEGORY_LENGTH, check: categoryRefusal },
+  }),
 };
 
 type ItemParamValues = {
@@ -62,6 +68,8 @@ function itemFields(params: ItemParamValues, files: Record<string, UploadedFile>
     tags: params.tags,
     url: params.url,
     properties: params.properties,
+    extent: params.extent,
+    categories: params.categories,
     data: itemFile(files.file),
     text: params.text,
     thumbnail: itemFile(files.thumbnail),

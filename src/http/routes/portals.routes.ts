@@ -9,6 +9,7 @@ import {
   policyChanges,
   securityPolicyJson,
 } from "../../auth/security-policy.js";
+import { errors } from "../../errors.js";
 import {
   isSettingName,
   ORG_SETTINGS,
@@ -16,13 +17,17 @@ import {
   SETTING_NAMES,
   type SettingName,
 } from "../../portal/org-settings.js";
-import { cachedPortalView } from "../../portal/portal.service.js";
+import { cachedPortalView, portalSettingsView } from "../../portal/portal.service.js";
+import { MAX_QUERY_LENGTH } from "../../search/query.js";
+import { USER_SEARCH_SORT_FIELDS } from "../../search/search.service.js";
+import { MAX_NOTIFICATION_RECIPIENTS } from "../../users/notification.service.js";
 import { USER_SORT_FIELDS } from "../../users/user.repository.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
 import { type ParamSpec, p } from "../../validation/params.js";
 import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { portalHostname } from "../urls.js";
+import { notificationParams, searchParams, searchRequest } from "./shared.js";
 
 const settingSpecs = Object.fromEntries(
   SETTING_NAMES.map((name) => [name, ORG_SETTINGS[name].spec]),
@@ -136,6 +141,57 @@ export const portalsRoutes = [
     params: {},
     handler: async ({ caller, services }) => {
       await services.portal.resetSecurityPolicy(caller);
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "portals.users.search",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/users/search",
+    auth: "required",
+    privilege: "portal:admin:viewUsers",
+    params: { ...searchParams(USER_SEARCH_SORT_FIELDS), filter: p.string({ maxLength: MAX_QUERY_LENGTH }) },
+    handler: async ({ params, caller, services }) =>
+      services.search.searchUsers(caller, { ...searchRequest(params), filter: params.filter }, "org"),
+  }),
+  defineRoute({
+    name: "portals.settings",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/settings",
+    // What a sign-in page needs is read before signing in, as `portals/self` is.
+    auth: "optional",
+    params: {},
+    handler: async ({ caller, org }) => portalSettingsView(org, caller !== null),
+  }),
+  defineRoute({
+    name: "portals.isServiceNameAvailable",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/isServiceNameAvailable",
+    auth: "required",
+    privilege: "portal:publisher:publishFeatures",
+    params: {
+      name: p.string({ required: true, maxLength: 256 }),
+      type: p.string({ required: true, enum: ["Feature Service", "Map Service"], caseInsensitive: true }),
+    },
+    handler: async ({ params, caller, services }) => ({
+      available: await services.featureServices.nameAvailable(caller, params.name, params.type),
+    }),
+  }),
+  defineRoute({
+    name: "portals.createNotification",
+    methods: ["POST"],
+    path: "/portals/:portalId/createNotification",
+    auth: "required",
+    privilege: "portal:admin:updateUsers",
+    params: notificationParams(MAX_NOTIFICATION_RECIPIENTS),
+    handler: async ({ params, caller, services }) => {
+      if (!params.users || params.users.length === 0) throw errors.missingParameter("users");
+      await services.notifications.notifyMembers(caller, params.users, {
+        type: "org_notification",
+        subject: params.subject ?? "",
+        message: params.message,
+        data: { fromUser: caller.username },
+      });
       return ok();
     },
   }),

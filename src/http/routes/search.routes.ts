@@ -1,6 +1,6 @@
 import { ITEM_SORT_FIELDS } from "../../search/search.service.js";
 import { defineRoute } from "../pipeline.js";
-import { searchParams, searchRequest } from "./shared.js";
+import { itemSearchParams, itemSearchRequest } from "./shared.js";
 
 /**
  * Searches answer anonymous callers too: what they see is narrowed, not refused. The group search
@@ -12,8 +12,8 @@ export const searchRoutes = [
     methods: ["GET", "POST"],
     path: "/search",
     auth: "optional",
-    params: searchParams(ITEM_SORT_FIELDS),
+    params: itemSearchParams(ITEM_SORT_FIELDS),
     handler: async ({ params, caller, services }) =>
-      services.search.searchItems(caller, searchRequest(params)),
+      services.search.searchItems(caller, itemSearchRequest(params)),
   }),
 ];
