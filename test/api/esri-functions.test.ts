@@ -119,7 +119,6 @@ const NOT_YET_CALLED = new Set([
   "setItemAccess",
   "setUserProperties",
   "unprotectItem",
-  "updateItem",
   "updateItemInfo",
   "updateItemResource",
   "updateServiceDefinition",
