@@ -1,19 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RouteDef } from "../../../src/http/pipeline.js";
 import { findInvalidRows } from "../../helpers/invariants.js";
 import { engine, startTestPortal, type TestPortal } from "../../helpers/portico.js";
 import { type Receiver, startReceiver } from "../../helpers/receiver.js";
+import { areaRoutes, type FuzzArea } from "./areas.js";
 import { FuzzFixtures } from "./fixtures.js";
 import { buildRequest, type Request } from "./requests.js";
 import { hash, Rng, SEED } from "./values.js";
 
 /**
- * Fuzzes operations of the server: each route given (an area's, from `areas.ts`: a new route is
- * fuzzed without touching the tests), at each of its paths, with each of its methods, gets
- * requests with random, malformed and oversized parameters: bad JSON, wrong types, huge strings,
- * unicode, injection-looking text, unknown and real ids, duplicated and unknown parameters, broken
- * bodies. Valid-looking values (real fixture ids, values the route's own specs accept) are mixed in
- * so that requests also reach the services and the database.
+ * Fuzzes every operation of the server, one area of routes per test file (`areas.ts`; a new route
+ * is fuzzed without touching the tests): each route, at each of its paths, with each of its
+ * methods, gets requests with random, malformed and oversized parameters: bad JSON, wrong types,
+ * huge strings, unicode, injection-looking text, unknown and real ids, duplicated and unknown
+ * parameters, broken bodies. Valid-looking values (real fixture ids, values the route's own specs
+ * accept) are mixed in so that requests also reach the services and the database.
  *
  * Every answer must be a success or the error envelope, never a 5xx status or an error of code
  * 500; after each route the database must hold no invalid row (`helpers/invariants.ts`), and the
@@ -25,13 +25,13 @@ import { hash, Rng, SEED } from "./values.js";
  * round), so the same kinds of values go to the same routes in every run; ids are the fixtures'
  * of that run. Callers and fixtures that requests destroy are put back before the next route.
  *
- * `PORTICO_FUZZ_VERBOSE=1`
- * prints how each route answered (successes, error codes), to see how deep the requests reach.
+ * `PORTICO_FUZZ_VERBOSE=1` prints how each route answered (successes, error codes), to see how deep
+ * the requests reach.
  */
 
 /**
- * Rounds over every route: each round draws new values, and finds what the earlier rounds' writes
- * left (items with odd files, new groups and services) for its reads.
+ * Rounds over the area's routes: each round draws new values, and finds what the earlier rounds'
+ * writes left (items with odd files, new groups and services) for its reads.
  */
 const ROUNDS = 3;
 /** Requests per path and method in each round. */
@@ -86,11 +86,12 @@ function outcomeOf(res: Response, text: string): string {
 }
 
 /**
- * Fuzzes `routes` against one portal of their own, with the fixtures they need, in `ROUNDS`
- * rounds; `what` names them in the suite's title.
+ * Fuzzes the routes of an area (`areas.ts`) against a portal of their own, with the fixtures they
+ * need, in `ROUNDS` rounds. Each area's test file calls this once.
  */
-export function fuzzRoutes(what: string, routes: readonly RouteDef[]): void {
-  describe(`fuzz ${what} (${engine}, seed ${SEED})`, () => {
+export function fuzzArea(area: FuzzArea): void {
+  const routes = areaRoutes(area);
+  describe(`fuzz the ${area} routes (${engine}, seed ${SEED})`, () => {
     let portal: TestPortal;
     let receiver: Receiver;
     let fixtures: FuzzFixtures;
