@@ -144,7 +144,7 @@ export function fuzzArea(area: FuzzArea): void {
 
     afterAll(async () => {
       console.log(
-        `fuzz: ${requests} requests in ${((Date.now() - started) / 1000).toFixed(1)} s (${engine})`,
+        `fuzz: ${requests} requests to the ${area} routes in ${((Date.now() - started) / 1000).toFixed(1)} s (${engine})`,
       );
       console.log(
         `fuzz: ${Object.entries(timing)
@@ -160,8 +160,8 @@ export function fuzzArea(area: FuzzArea): void {
       await receiver?.close();
     });
 
-    // Rounds run over all the routes in turn, so that what one round's writes made (items with odd
-    // files, groups, services) is there for the next round's reads.
+    // Rounds run over all the area's routes in turn, so that what one round's writes made (items
+    // with odd files, groups, services) is there for the next round's reads.
     for (let round = 0; round < ROUNDS; round++) {
       describe(`round ${round + 1} of ${ROUNDS}`, () => {
         for (const route of routes) {
