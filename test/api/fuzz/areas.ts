@@ -8,6 +8,7 @@ import { oauth2Routes } from "../../../src/http/routes/oauth2.routes.js";
 import { portaladminRoutes } from "../../../src/http/routes/portaladmin.routes.js";
 import { portalsRoutes } from "../../../src/http/routes/portals.routes.js";
 import { portalsCollaborationsRoutes } from "../../../src/http/routes/portals-collaborations.routes.js";
+import { portalsCollaborationsWorkspacesRoutes } from "../../../src/http/routes/portals-collaborations-workspaces.routes.js";
 import { portalsRolesRoutes } from "../../../src/http/routes/portals-roles.routes.js";
 import { portalsWebhooksRoutes } from "../../../src/http/routes/portals-webhooks.routes.js";
 import { porticoRoutes } from "../../../src/http/routes/portico.routes.js";
@@ -43,7 +44,7 @@ export const FUZZ_AREAS: Readonly<Record<FuzzArea, readonly (readonly RouteDef[]
     portaladminRoutes,
     restRoutes,
   ],
-  collaborations: [portalsCollaborationsRoutes, porticoRoutes],
+  collaborations: [portalsCollaborationsRoutes, portalsCollaborationsWorkspacesRoutes, porticoRoutes],
   services: [restServicesRoutes, restServicesAttachmentsRoutes, restAdminServicesRoutes],
 };
 
