@@ -221,6 +221,7 @@ export const communityArea: Area = {
   files: ["community-groups.routes.ts", "community-users.routes.ts"],
   expected: EXPECTED,
   setup: SETUP,
+  helpers: ["invitee", "hermit"],
   async prepare() {
     await as(acct.hermit, `/community/users/${acct.hermit.username}/update`, { access: "private" });
     await newOwnGroups();

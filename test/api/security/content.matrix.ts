@@ -239,6 +239,7 @@ export const contentArea: Area = {
   ],
   expected: EXPECTED,
   setup: SETUP,
+  helpers: ["invitee"],
   async prepare() {
     for (const n of ["member", "publisher", "admin", "owner"] as const) ownItem[n] = await newItem(acct[n]);
     orgItem = await newItem(acct.owner, "org");

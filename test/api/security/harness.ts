@@ -121,6 +121,11 @@ export interface Area {
   prepare?: () => Promise<void>;
   /** Ends what `prepare` started beside the portal. */
   release?: () => Promise<void>;
+  /**
+   * The helper accounts the area's calls use besides the callers and `owner`. Each account costs
+   * two scrypt hashes (created, then signed in), the largest part of a portal's set-up.
+   */
+  helpers?: readonly HelperAccount[];
 }
 
 /** The file of `src/http/routes/` that declares `route` (all its paths are in one file). */
@@ -158,6 +163,8 @@ const ACCOUNTS = {
   hermit: "org_user",
 } as const;
 type AccountName = keyof typeof ACCOUNTS;
+/** The helpers: `invitee` is invited, added and handed items, `hermit` keeps a private profile. */
+export type HelperAccount = Exclude<AccountName, CallerClass | "owner">;
 
 /*
  * The portal of the test file and what every area acts on. Set by `usePortal`'s hook before any
@@ -221,9 +228,11 @@ export function ownGroupOf(account: Account): string {
 /**
  * A throwaway account to act on (delete, disable, change the role of). It never signs in, so it is
  * written straight to the store with a copy of another account's password hash: creating it through
- * the API costs a 64 MiB scrypt, and the matrix needs a dozen of them.
+ * the API costs a 64 MiB scrypt, and the matrix needs a dozen of them. The copy is of `invitee`,
+ * which the area must create (`Area.helpers`).
  */
 export async function newUser(): Promise<string> {
+  if (!acct.invitee) throw new Error("newUser copies invitee, an account this area does not create");
   const db = portal.portico.db.kysely;
   const template = await db
     .selectFrom("users")
@@ -286,7 +295,7 @@ export function usePortal(area: Area): void {
   beforeAll(async () => {
     portal = await startTestPortal({ env: PEER_ENV });
     bootstrap = { ...ADMIN, token: portal.adminToken };
-    const names = Object.keys(ACCOUNTS) as AccountName[];
+    const names: AccountName[] = ["member", "publisher", "admin", "owner", ...(area.helpers ?? [])];
     const made = await Promise.all(names.map((n) => portal.addUser(`sec_${n}`, ACCOUNTS[n])));
     names.forEach((n, i) => {
       acct[n] = made[i]!;

@@ -231,6 +231,7 @@ export const portalArea: Area = {
   ],
   expected: EXPECTED,
   setup: SETUP,
+  helpers: ["invitee"],
   async prepare() {
     receiver = await startReceiver();
     customRole = await newRole();
