@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ALL_PRIVILEGES, PUBLISHER_PRIVILEGES, USER_PRIVILEGES } from "../../../src/auth/privileges.js";
+import {
+  ALL_PRIVILEGES,
+  type BuiltInRole,
+  PUBLISHER_PRIVILEGES,
+  USER_PRIVILEGES,
+} from "../../../src/auth/privileges.js";
 import type { RouteDef } from "../../../src/http/pipeline.js";
 import { allRoutes } from "../../../src/http/routes/index.js";
 import { routeFileOf } from "../../../src/http/routes/route-files.js";
@@ -226,32 +231,41 @@ export function ownGroupOf(account: Account): string {
 }
 
 /**
- * A throwaway account to act on (delete, disable, change the role of). It never signs in, so it is
- * written straight to the store with a copy of another account's password hash: creating it through
- * the API costs a 64 MiB scrypt, and the matrix needs a dozen of them. The copy is of `invitee`,
- * which the area must create (`Area.helpers`).
+ * A copy of `template`'s account in the store, under a new name and with a built-in role: the
+ * copy has the template's password. Creating an account through the API costs a 64 MiB scrypt
+ * hash, and every test file of the matrix makes its own accounts.
  */
-export async function newUser(): Promise<string> {
-  if (!acct.invitee) throw new Error("newUser copies invitee, an account this area does not create");
+async function copyUser(template: string, username: string, role: BuiltInRole = "org_user"): Promise<void> {
   const db = portal.portico.db.kysely;
-  const template = await db
+  const row = await db
     .selectFrom("users")
     .selectAll()
-    .where("username", "=", acct.invitee.username)
+    .where("username", "=", template)
     .executeTakeFirstOrThrow();
-  const username = `tmp_${uid()}`;
   await db
     .insertInto("users")
     .values({
-      ...template,
+      ...row,
       id: newId(),
       username,
       username_key: username.toLowerCase(),
       email: `${username}@example.com`,
+      role,
+      role_id: null,
       created: Date.now(),
       modified: Date.now(),
     })
     .execute();
+}
+
+/**
+ * A throwaway account to act on (delete, disable, change the role of). It never signs in, so it is
+ * a copy of `invitee` (which the area must create, `Area.helpers`): the matrix needs a dozen.
+ */
+export async function newUser(): Promise<string> {
+  if (!acct.invitee) throw new Error("newUser copies invitee, an account this area does not create");
+  const username = `tmp_${uid()}`;
+  await copyUser(acct.invitee.username, username);
   return username;
 }
 
@@ -295,11 +309,18 @@ export function usePortal(area: Area): void {
   beforeAll(async () => {
     portal = await startTestPortal({ env: PEER_ENV });
     bootstrap = { ...ADMIN, token: portal.adminToken };
-    const names: AccountName[] = ["member", "publisher", "admin", "owner", ...(area.helpers ?? [])];
-    const made = await Promise.all(names.map((n) => portal.addUser(`sec_${n}`, ACCOUNTS[n])));
-    names.forEach((n, i) => {
-      acct[n] = made[i]!;
-    });
+    // The member is created through the API; the other accounts are copies of it that sign in
+    // with its password, which saves a scrypt hash each (`copyUser`).
+    acct.member = await portal.addUser("sec_member", ACCOUNTS.member);
+    const others: AccountName[] = ["publisher", "admin", "owner", ...(area.helpers ?? [])];
+    await Promise.all(
+      others.map(async (n) => {
+        const username = `sec_${n}`;
+        await copyUser(acct.member.username, username, ACCOUNTS[n]);
+        const { password } = acct.member;
+        acct[n] = { username, password, token: await portal.signIn(username, password) };
+      }),
+    );
     mainId = (await portal.get("/portals/self", {}, bootstrap.token)).id;
     await area.prepare?.();
   }, 60_000);
