@@ -127,8 +127,8 @@ export interface Area {
   /** Ends what `prepare` started beside the portal. */
   release?: () => Promise<void>;
   /**
-   * The helper accounts the area's calls use besides the callers and `owner`. Each account costs
-   * two scrypt hashes (created, then signed in), the largest part of a portal's set-up.
+   * The helper accounts the area's calls use besides the callers and `owner`. Each costs a 64 MiB
+   * scrypt hash when it signs in, which makes accounts the largest part of a portal's set-up.
    */
   helpers?: readonly HelperAccount[];
 }
