@@ -316,7 +316,11 @@ const SETUP: Record<string, Setup> = {
 };
 
 export const collaborationsArea: Area = {
-  files: ["portals-collaborations.routes.ts", "portico.routes.ts"],
+  files: [
+    "portals-collaborations.routes.ts",
+    "portals-collaborations-workspaces.routes.ts",
+    "portico.routes.ts",
+  ],
   expected: EXPECTED,
   setup: SETUP,
   async prepare() {
