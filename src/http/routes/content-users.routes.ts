@@ -2,7 +2,7 @@ import { boxSpec, categoryRefusal, MAX_CATEGORY_LENGTH, MAX_ITEM_CATEGORIES } fr
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { errors } from "../../errors.js";
-import { FEATURE_SERVICE_TYPE } from "../../features/feature-service.service.js";
+import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
   type CreateParameters,
   checkCreateParameters,
