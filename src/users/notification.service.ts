@@ -43,11 +43,12 @@ export class NotificationService {
   }
 
   /**
-   * `portals/self/createNotification`: administrators notify members of the organization by
-   * username. An unknown username refuses the whole call, and nothing is stored.
+   * `portals/self/createNotification`: administrators who view the organization's members notify
+   * them by username. Sending a message changes no account, so it needs no account-managing
+   * privilege. An unknown username refuses the whole call, and nothing is stored.
    */
   async notifyMembers(caller: Caller | null, usernames: readonly string[], message: NotificationMessage) {
-    requirePrivilege(caller, "portal:admin:updateUsers");
+    requirePrivilege(caller, "portal:admin:viewUsers");
     await this.db.transaction(async (trx) => {
       const recipients = [];
       for (const username of new Set(usernames.map((u) => u.toLowerCase()))) {

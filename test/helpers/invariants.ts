@@ -43,6 +43,9 @@ const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["items", "owner_id", "users", "id"],
   ["items", "folder_id", "folders", "id"],
   ["item_tags", "item_id", "items", "id"],
+  ["item_categories", "item_id", "items", "id"],
+  ["user_notifications", "user_id", "users", "id"],
+  ["group_category_schemas", "group_id", "groups", "id"],
   ["item_files", "item_id", "items", "id"],
   ["item_file_chunks", "file_id", "item_files", "file_id"],
   ["groups", "owner_id", "users", "id"],
@@ -516,6 +519,36 @@ async function checkContent(select: Select, bad: Bad) {
         bad("tags", `item_tags of ${item.id}`, "copies of modified, access or owner_id differ from the item");
         break;
       }
+    }
+  }
+  // item_categories holds the lower-cased keys of the item's categories (0014); an extent is four
+  // numbers in WGS 84 with its minima at most its maxima, or none at all.
+  const categoryItems = await select(
+    "SELECT id, categories, extent_xmin, extent_ymin, extent_xmax, extent_ymax FROM items",
+  );
+  const categoryRows = await select("SELECT item_id, category_key FROM item_categories");
+  const keysOf = new Map<string, string[]>();
+  for (const r of categoryRows)
+    keysOf.set(r.item_id, [...(keysOf.get(r.item_id) ?? []), String(r.category_key)]);
+  for (const item of categoryItems) {
+    const parsed = parseJson(item.categories);
+    if (!parsed.ok || !Array.isArray(parsed.value)) {
+      bad("categories", `items ${item.id}`, `categories ${short(item.categories)} is not a JSON array`);
+    } else {
+      const want = [...new Set((parsed.value as unknown[]).map((t) => String(t).toLowerCase()))].sort();
+      const have = (keysOf.get(item.id) ?? []).sort();
+      if (JSON.stringify(want) !== JSON.stringify(have)) {
+        bad("categories", `item_categories of ${item.id}`, `${short(have)} for categories ${short(want)}`);
+      }
+    }
+    const box = [item.extent_xmin, item.extent_ymin, item.extent_xmax, item.extent_ymax];
+    if (box.every((v) => v === null)) continue;
+    const [xmin, ymin, xmax, ymax] = box.map(Number) as [number, number, number, number];
+    if (
+      box.some((v) => v === null) ||
+      !(xmin >= -180 && xmin <= xmax && xmax <= 180 && ymin >= -90 && ymin <= ymax && ymax <= 90)
+    ) {
+      bad("extent", `items ${item.id}`, short(JSON.stringify(box)));
     }
   }
   // A file's bytes are its chunks (0007): numbered from 0 without a gap, each of FILE_CHUNK_BYTES

@@ -182,7 +182,7 @@ export const portalsRoutes = [
     methods: ["POST"],
     path: "/portals/:portalId/createNotification",
     auth: "required",
-    privilege: "portal:admin:updateUsers",
+    privilege: "portal:admin:viewUsers",
     params: notificationParams(MAX_NOTIFICATION_RECIPIENTS),
     handler: async ({ params, caller, services }) => {
       if (!params.users || params.users.length === 0) throw errors.missingParameter("users");

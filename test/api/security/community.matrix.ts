@@ -83,7 +83,32 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "users.invitations": OWNER_OR_ADMIN,
   "users.invitations.accept": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   "users.invitations.decline": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+
+  // The user search needs a signed-in caller (the ArcGIS reference); it narrows, refusing no one.
+  "users.search": [c("org", SIGNED_IN)],
+  // Notifications are the recipient's alone, administrators' neither (README, Notifications).
+  "users.notifications": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  "users.notifications.delete": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  // Notifying every member: the group's managers or administrators who update groups.
+  "groups.createNotification": GROUP_MANAGERS,
+  // A group's category schema: read by whoever sees the group, changed by its managers.
+  "groups.categorySchema": [
+    c("own", row(E499, OK, OK, OK)),
+    c("other", row(E499, OK, OK, OK)),
+    c("private", row(E499, GROUP_HIDDEN, GROUP_HIDDEN, OK)),
+  ],
+  "groups.assignCategorySchema": GROUP_MANAGERS,
+  "groups.deleteCategorySchema": GROUP_MANAGERS,
 };
+
+/** A notification for `user`, sent by the administrator; answers its id. */
+async function notificationFor(user: Account): Promise<string> {
+  await asAdmin("/portals/self/createNotification", { users: user.username, message: `note ${uid()}` });
+  const r = await as(user, `/community/users/${user.username}/notifications`);
+  return r.notifications[0].id as string;
+}
+
+const SCHEMA = { categorySchema: [{ title: "Categories", categories: [{ title: "Water" }] }] };
 
 /** `owner`'s private group, and a group of `owner` that every caller manages. */
 let privateGroup: string;
@@ -215,6 +240,57 @@ const SETUP: Record<string, Setup> = {
   }),
   "users.invitations.accept": invitationAnswer,
   "users.invitations.decline": invitationAnswer,
+
+  "users.search": async ({ me }) => ({
+    params: { q: `username:${me.username}` },
+    check: (r) => expect(r.results.map((u: { username: string }) => u.username)).toEqual([me.username]),
+  }),
+  "users.notifications": async (ctx) => ({
+    path: { username: holder(ctx).username },
+    check: (r) => expect(Array.isArray(r.notifications)).toBe(true),
+  }),
+  "users.notifications.delete": async (ctx) => {
+    const user = holder(ctx);
+    const id = await notificationFor(user);
+    return {
+      path: { username: user.username, notificationId: id },
+      check: async () => {
+        const left = await as(user, `/community/users/${user.username}/notifications`);
+        expect(left.notifications.map((n: { id: string }) => n.id)).not.toContain(id);
+      },
+    };
+  },
+  "groups.createNotification": async (ctx) => ({
+    path: { groupId: (await targetGroup(ctx)).id },
+    params: { subject: "s", message: `m ${uid()}`, notifyAll: true },
+  }),
+  "groups.categorySchema": async (ctx) => {
+    const id =
+      ctx.on === "own" ? ownGroupOf(holder(ctx)) : ctx.on === "other" ? ownGroup.owner : privateGroup;
+    return { path: { groupId: id }, check: (r) => expect(Array.isArray(r.categorySchema)).toBe(true) };
+  },
+  "groups.assignCategorySchema": async (ctx) => {
+    const id = (await targetGroup(ctx)).id;
+    return {
+      path: { groupId: id },
+      params: { categorySchema: SCHEMA },
+      check: async () => {
+        const r = await portal.get(`/community/groups/${id}/categorySchema`, {}, bootstrap.token);
+        expect(r.categorySchema[0].categories[0].title).toBe("Water");
+      },
+    };
+  },
+  "groups.deleteCategorySchema": async (ctx) => {
+    const { id, owner } = await targetGroup(ctx);
+    await as(owner, `/community/groups/${id}/assignCategorySchema`, { categorySchema: SCHEMA });
+    return {
+      path: { groupId: id },
+      check: async () =>
+        expect(await portal.get(`/community/groups/${id}/categorySchema`, {}, bootstrap.token)).toEqual({
+          categorySchema: [],
+        }),
+    };
+  },
 };
 
 export const communityArea: Area = {

@@ -86,6 +86,8 @@ const EXPECTED: Record<string, readonly Case[]> = {
 
   // Anonymous callers: E499 (was GROUP_HIDDEN; see users.get in community.matrix.ts).
   "groups.content": [c("own", SIGNED_IN), c("other", SIGNED_IN)],
+  // A group's content search: as its listing, whoever may see the group (README, Search).
+  "groups.content.search": [c("own", SIGNED_IN), c("other", SIGNED_IN)],
 
   // createService publishes: portal:publisher:publishFeatures, in one's own account.
   "content.createService": [c("own", PUBLISHERS), c("other", NOBODY_ELSE)],
@@ -222,6 +224,15 @@ const SETUP: Record<string, Setup> = {
   "groups.content": async (ctx) => {
     const id = ctx.on === "own" ? ownGroupOf(holder(ctx)) : ownGroup.owner;
     return { path: { groupId: id }, check: (r) => expect(Array.isArray(r.items)).toBe(true) };
+  },
+
+  "groups.content.search": async (ctx) => {
+    const id = ctx.on === "own" ? ownGroupOf(holder(ctx)) : ownGroup.owner;
+    return {
+      path: { groupId: id },
+      params: { q: "Item", countFields: "type" },
+      check: (r) => expect(r.aggregations.counts[0].fieldName).toBe("type"),
+    };
   },
 
   "content.createService": async (ctx) => ({

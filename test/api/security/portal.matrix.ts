@@ -3,6 +3,7 @@ import { type Receiver, startReceiver } from "../../helpers/receiver.js";
 import {
   ADMINS,
   type Area,
+  acct,
   asAdmin,
   bootstrap,
   type Case,
@@ -11,6 +12,7 @@ import {
   mainId,
   newRole,
   newUser,
+  PUBLISHERS,
   portal,
   type Setup,
   SIGNED_IN,
@@ -39,6 +41,14 @@ const EXPECTED: Record<string, readonly Case[]> = {
   // Nobody promotes themselves: `own` asks for org_admin.
   "portals.updateUserRole": [c("own", ADMINS), c("other", ADMINS)],
   "portals.users": [c("org", ADMINS)],
+  // The organization's user search: administrators who view users (README, Search).
+  "portals.users.search": [c("org", ADMINS)],
+  // The settings view, like portals/self, answers anonymous callers too (narrowed).
+  "portals.settings": [c("org", EVERYONE)],
+  // Service names matter to those who publish hosted services.
+  "portals.isServiceNameAvailable": [c("org", PUBLISHERS)],
+  // Notifying members by username: administrators who view users (it changes no account).
+  "portals.createNotification": [c("org", ADMINS)],
   // Members read the password rules (they choose passwords under them); changing them takes the
   // security administration privilege, as every security setting does (README "Security").
   "portals.securityPolicy": [c("org", SIGNED_IN)],
@@ -142,6 +152,20 @@ const SETUP: Record<string, Setup> = {
     };
   },
   "portals.users": async () => ({ check: (r) => expect(r.users.length).toBeGreaterThan(3) }),
+  "portals.users.search": async () => ({
+    params: { q: "username:sec_*" },
+    check: (r) => expect(r.total).toBeGreaterThan(3),
+  }),
+  "portals.settings": async ({ who }) => ({
+    check: (r) => expect(r.helperServices).toEqual(who === "anonymous" ? {} : expect.any(Object)),
+  }),
+  "portals.isServiceNameAvailable": async () => ({
+    params: { name: `free_${uid()}`, type: "Feature Service" },
+    check: (r) => expect(r).toEqual({ available: true }),
+  }),
+  "portals.createNotification": async () => ({
+    params: { users: acct.invitee.username, subject: "s", message: `m ${uid()}` },
+  }),
   "portals.securityPolicy": async () => ({
     path: { portalId: "self" },
     check: (r) => expect(r.passwordPolicy.minLength).toBeGreaterThanOrEqual(8),
