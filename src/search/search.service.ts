@@ -1,7 +1,6 @@
 import { sql } from "kysely";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
-import type { Box } from "../content/extent.js";
-import { categoryKey } from "../content/extent.js";
+import { type Box, categoryKey } from "../content/extent.js";
 import type { ItemService } from "../content/item.service.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isStatementTimeout, type Queryable } from "../db/database.js";
