@@ -26,7 +26,7 @@ export const MAX_RELATIONSHIPS_PER_ITEM = 1000;
 export function relationshipTypesOf(parameter: string, names: readonly string[]): string[] {
   return names.map((name) => {
     const type = relationshipType(name);
-    if (!type) throw errors.invalidParameter(parameter, `'${name}' is not a relationship type`);
+    if (!type) throw errors.invalidParameter(parameter, `is '${name}', which is not a relationship type`);
     return type;
   });
 }
