@@ -29,7 +29,7 @@ describe("item relationships, info files and unknown operations", () => {
     who: { username: string; token: string },
     id: string,
     name: string,
-    body: BlobPart,
+    body: string,
     folder?: string,
   ) => {
     const form = new FormData();
