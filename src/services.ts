@@ -8,6 +8,7 @@ import { SyncService } from "./collaboration/sync.service.js";
 import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
+import { RelationshipService } from "./content/relationship.service.js";
 import { SharingService } from "./content/sharing.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
@@ -35,6 +36,7 @@ export interface Services {
   items: ItemService;
   sharing: SharingService;
   comments: CommentService;
+  relationships: RelationshipService;
   search: SearchService;
   groups: GroupService;
   featureServices: FeatureServices;
@@ -102,6 +104,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     items,
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
+    relationships: new RelationshipService(db, items),
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups: new GroupService(db, portal, items),
     featureServices,

@@ -17,7 +17,8 @@ import { newId } from "../ids.js";
 /** Bytes per chunk: large enough that a file is few rows, small enough to hold a few at once. */
 export const FILE_CHUNK_BYTES = 1024 * 1024;
 
-export type FileKind = "data" | "thumbnail";
+/** An item's data, its thumbnail, or a file of its info folder (`info/<folder>/<name>`, `updateinfo`). */
+export type FileKind = "data" | "thumbnail" | `info/${string}`;
 
 /**
  * Where the bytes of a file to store come from: memory (`text`, a replicated copy) or a file on
@@ -144,6 +145,17 @@ export async function deleteFile(trx: Queryable, itemId: string, kind?: FileKind
   let query = trx.deleteFrom("item_files").where("item_id", "=", itemId);
   if (kind) query = query.where("kind", "=", kind);
   await query.execute();
+}
+
+/** How many files of the info folder an item has (`info/...` kinds). */
+export async function countInfoFiles(q: Queryable, itemId: string): Promise<number> {
+  const row = await q
+    .selectFrom("item_files")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "info/%")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
 }
 
 export async function findFile(

@@ -28,6 +28,16 @@ export function findItem(q: Queryable, id: string): Promise<ItemRow | undefined>
   return q.selectFrom("items").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/** Several items by id, in one query; ids of missing items are left out. */
+export function findItems(q: Queryable, ids: readonly string[]): Promise<ItemRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return q
+    .selectFrom("items")
+    .selectAll()
+    .where("id", "in", [...ids])
+    .execute();
+}
+
 export async function insertItem(q: Queryable, row: NewItem, tags: readonly string[]): Promise<void> {
   await q
     .insertInto("items")

@@ -19,6 +19,8 @@ import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import { canViewItem, type Viewer, viewerOf } from "./access.js";
 import {
+  countInfoFiles,
+  deleteFile,
   type FileSource,
   findFile,
   headOf,
@@ -47,6 +49,7 @@ import {
   sharedGroupIdsOf,
   updateItem,
 } from "./item.repository.js";
+import { infoFileType, infoKind, itemInfoXml, MAX_INFO_FILES } from "./item-info.js";
 
 type Trx = Transaction<Database>;
 
@@ -151,6 +154,77 @@ export class ItemService {
     const type = file && imageType(await readHead(this.db.kysely, file, IMAGE_HEAD_BYTES));
     if (!file || !type) throw errors.notFound(`A PNG, GIF or JPEG thumbnail of item '${id}'`);
     return this.download(file, type);
+  }
+
+  /** `info/iteminfo.xml`: the item's information document, made from the item as it is now. */
+  async itemInfo(caller: Caller | null, id: string): Promise<string> {
+    const { row } = await this.visible(caller, id);
+    return itemInfoXml({
+      ...row,
+      typeKeywords: JSON.parse(row.type_keywords) as string[],
+      tags: JSON.parse(row.tags) as string[],
+    });
+  }
+
+  /**
+   * A file of the item's info folder (`updateinfo`), `folder` and `name` as in its URL; the item's
+   * metadata is `metadata/metadata.xml`. Its visibility is the item's, checked before the file is
+   * looked up.
+   */
+  async infoFile(caller: Caller | null, id: string, folder: string | undefined, name: string) {
+    await this.visible(caller, id);
+    const file = await findFile(this.db.kysely, id, infoKind(folder, name));
+    if (!file) throw errors.notFound(`File '${folder ? `${folder}/` : ""}${name}' of item '${id}'`);
+    return this.download(file, file.contentType);
+  }
+
+  /**
+   * `updateinfo`: stores a file in the item's info folder (replacing one of the same name), checked
+   * as `infoFileType` says; an update of the item, with its event.
+   */
+  async updateInfo(
+    caller: Caller | null,
+    username: string,
+    id: string,
+    file: ItemFile,
+    folder: string | undefined,
+  ): Promise<{ owner: string; folder: string | null }> {
+    const contentType = infoFileType(file.filename, folder, await headOf(file, IMAGE_HEAD_BYTES));
+    const kind = infoKind(folder, file.filename);
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      const replaces = await findFile(trx, id, kind);
+      if (!replaces && (await countInfoFiles(trx, id)) >= MAX_INFO_FILES) {
+        throw errors.invalidParameter(
+          "file",
+          `cannot be added: item '${id}' holds ${MAX_INFO_FILES} info files, the most it may`,
+        );
+      }
+      await writeFile(trx, id, kind, { name: file.filename, contentType }, file);
+      await updateItem(trx, id, { modified: Math.max(now, row.modified + 1) });
+      await recordEvent(
+        trx,
+        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+        now,
+      );
+      return { owner: row.owner, folder: row.folder_id };
+    });
+  }
+
+  /** `deleteThumbnail`: the item has no thumbnail any more; an update of the item, with its event. */
+  async deleteThumbnail(caller: Caller | null, username: string, id: string): Promise<void> {
+    const now = Date.now();
+    await this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      await deleteFile(trx, id, "thumbnail");
+      await updateItem(trx, id, { thumbnail: null, modified: Math.max(now, row.modified + 1) });
+      await recordEvent(
+        trx,
+        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+        now,
+      );
+    });
   }
 
   private download(file: StoredFile, contentType: string): ItemFileDownload {
@@ -358,10 +432,11 @@ export class ItemService {
     return { username, id: folder.id, title };
   }
 
-  async deleteFolder(caller: Caller | null, username: string, folderId: string): Promise<void> {
+  /** Deletes an empty folder of the user's; answers it as it was. */
+  async deleteFolder(caller: Caller | null, username: string, folderId: string) {
     if (caller === null) throw errors.tokenRequired();
     this.requireOwnContent(caller, username);
-    await this.db.transaction(async (trx) => {
+    return this.db.transaction(async (trx) => {
       const owner = await this.ownerRow(trx, username);
       const folder = await this.mustFindFolder(trx, owner.id, folderId);
       const count = await countItemsInFolder(trx, folder.id);
@@ -372,6 +447,7 @@ export class ItemService {
         );
       }
       await deleteFolder(trx, folder.id);
+      return { username: owner.username, id: folder.id, title: folder.title };
     });
   }
 

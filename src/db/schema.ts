@@ -21,6 +21,7 @@ export interface Database {
   group_members: GroupMemberTable;
   group_invitations: GroupInvitationTable;
   item_shares: ItemShareTable;
+  item_relationships: ItemRelationshipTable;
   comments: CommentTable;
   feature_services: FeatureServiceTable;
   feature_layers: FeatureLayerTable;
@@ -205,7 +206,7 @@ export interface ItemSearchDocTable {
 
 export interface ItemFileTable {
   item_id: string;
-  /** data | thumbnail */
+  /** data | thumbnail | metadata | info/<path> (files of the item's info folder, `updateinfo`) */
   kind: string;
   name: string;
   content_type: string;
@@ -264,6 +265,17 @@ export interface GroupInvitationTable {
 export interface ItemShareTable {
   item_id: string;
   group_id: string;
+}
+
+/** A typed link from an origin item to a destination item (0013); goes with either item. */
+export interface ItemRelationshipTable {
+  origin_id: string;
+  destination_id: string;
+  /** One of the relationship types ArcGIS documents, e.g. `Map2Service`. */
+  type: string;
+  /** User id of who added it: only they may delete it. */
+  created_by: string;
+  created: number;
 }
 
 export interface CommentTable {

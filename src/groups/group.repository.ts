@@ -14,6 +14,32 @@ export function findGroup(q: Queryable, id: string): Promise<GroupRow | undefine
 }
 
 /** `title_key` is the lower-case title that lookups and sorting use: derived here only. */
+/** Several groups by id, in one query; missing ones are left out. */
+export function findGroups(q: Queryable, ids: readonly string[]): Promise<GroupRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return q
+    .selectFrom("groups")
+    .selectAll()
+    .where("id", "in", [...ids])
+    .execute();
+}
+
+/** The user's membership of each of some groups it belongs to, in one query. */
+export async function memberTypesOf(
+  q: Queryable,
+  userId: string,
+  groupIds: readonly string[],
+): Promise<Map<string, MemberType>> {
+  if (groupIds.length === 0) return new Map();
+  const rows = await q
+    .selectFrom("group_members")
+    .select(["group_id", "member_type"])
+    .where("user_id", "=", userId)
+    .where("group_id", "in", [...groupIds])
+    .execute();
+  return new Map(rows.map((m) => [m.group_id, m.member_type as MemberType]));
+}
+
 export type NewGroup = Omit<Insertable<GroupTable>, "title_key">;
 export type GroupChanges = Omit<Updateable<GroupTable>, "title_key">;
 

@@ -16,6 +16,7 @@ import {
   deleteInvitation,
   deleteMember,
   findGroup,
+  findGroups,
   findInvitation,
   findMember,
   findUsersByName,
@@ -29,6 +30,7 @@ import {
   listInvitationsOfUser,
   listMembers,
   type MemberType,
+  memberTypesOf,
   type NewGroup,
   setMemberType,
   updateGroup,
@@ -342,6 +344,34 @@ export class GroupService {
     const admins = rows.filter((m) => m.member_type !== "member").map((m) => m.username);
     const users = rows.filter((m) => m.member_type === "member").map((m) => m.username);
     return { owner: row.owner, admins, users };
+  }
+
+  /**
+   * `content/items/<id>/groups`: the groups a visible item is shared with that the caller may see,
+   * as ArcGIS sorts them: those the caller owns or administers (`admin`), those it is a member of
+   * (`member`), and the others (`other`), each by title.
+   */
+  async ofItem(caller: Caller | null, itemId: string) {
+    const { shared } = await this.items.visible(caller, itemId);
+    const viewer = await this.items.viewer(caller);
+    const org = await this.portal.get();
+    const rows = await findGroups(this.db.kysely, shared);
+    const memberships = caller ? await memberTypesOf(this.db.kysely, caller.userId, shared) : new Map();
+    const out = { admin: [], member: [], other: [] } as Record<"admin" | "member" | "other", unknown[]>;
+    for (const row of rows.sort((a, b) =>
+      a.title_key < b.title_key ? -1 : a.title_key > b.title_key ? 1 : 0,
+    )) {
+      if (!canViewGroup(viewer, row)) continue;
+      const memberType = memberships.get(row.id) ?? "none";
+      const list =
+        memberType === "owner" || memberType === "admin"
+          ? "admin"
+          : memberType === "member"
+            ? "member"
+            : "other";
+      out[list].push(groupJson(row, org.id, caller ? { username: caller.username, memberType } : null));
+    }
+    return out;
   }
 
   /** The group's items the caller may see, in the group's sort order. */

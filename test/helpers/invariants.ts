@@ -4,6 +4,7 @@ import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/auth/privileg
 import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
 import { USERNAME_PATTERN } from "../../src/auth/username.js";
 import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
+import { RELATIONSHIP_TYPES } from "../../src/content/relationship-types.js";
 import type { Db } from "../../src/db/database.js";
 import {
   addToDefinitionSchema,
@@ -53,6 +54,8 @@ const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["item_shares", "item_id", "items", "id"],
   ["item_shares", "group_id", "groups", "id"],
   ["comments", "item_id", "items", "id"],
+  ["item_relationships", "origin_id", "items", "id"],
+  ["item_relationships", "destination_id", "items", "id"],
   ["feature_services", "item_id", "items", "id"],
   ["feature_attachments", "item_id", "items", "id"],
   ["feature_attachment_chunks", "file_id", "feature_attachments", "file_id"],
@@ -80,7 +83,7 @@ const ENUMS: readonly [string, string, readonly (string | number)[]][] = [
   ["items", "access", ["private", "shared", "org", "public"]],
   ["items", "protected", [0, 1]],
   ["item_tags", "access", ["private", "shared", "org", "public"]],
-  ["item_files", "kind", ["data", "thumbnail"]],
+  ["item_relationships", "type", Object.keys(RELATIONSHIP_TYPES)],
   ["groups", "access", ["private", "org", "public"]],
   ["groups", "is_invitation_only", [0, 1]],
   ["groups", "is_view_only", [0, 1]],
@@ -286,6 +289,14 @@ export async function findInvalidRows(db: Db): Promise<string[]> {
       );
       for (const r of await select(branches.join(" UNION ALL "))) {
         bad("orphan", `${r.c} = ${short(r.v)}`, `no ${r.p} row`);
+      }
+    })(),
+    (async () => {
+      // An item file is its data, its thumbnail, or a file of its info folder (`updateinfo`).
+      for (const r of await select(
+        `SELECT item_id, kind FROM item_files WHERE kind NOT IN ('data', 'thumbnail') AND kind NOT LIKE 'info/%'`,
+      )) {
+        bad("item file kind", String(r.item_id), `kind ${short(r.kind)}`);
       }
     })(),
     (async () => {

@@ -1,8 +1,21 @@
 import { servedType } from "../../content/file-types.js";
+import type { ItemFileDownload } from "../../content/item.service.js";
+import { ITEM_INFO_XML } from "../../content/item-info.js";
+import { relationshipTypesOf } from "../../content/relationship.service.js";
+import { errors } from "../../errors.js";
+import { pageOf, pagingParams } from "../../validation/paging.js";
 import { p } from "../../validation/params.js";
 import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
 import { RawBody } from "../render.js";
+
+/** A stored file answered as file-types.ts says: inline only when no browser would run it. */
+function fileAnswer(file: ItemFileDownload): RawBody {
+  const served = servedType(file.contentType);
+  return new RawBody(served.contentType, file, file.filename, served.disposition);
+}
+
+const relationshipTypeList = p.list({ maxItems: 26, item: { maxLength: 64 } });
 
 /**
  * An item by its id, `/content/items/<id>`: its description, data, thumbnail and comments. What an
@@ -25,11 +38,11 @@ export const contentItemsRoutes = [
     params: {},
     handler: async ({ path, caller, services }) => {
       const file = await services.items.data(caller, path.itemId);
-      // ArcGIS answers an empty JSON object for an item without data.
-      if (!file) return {};
+      // ArcGIS answers an item without data with an empty body; Esri's client (getItemData) reads
+      // that as "no data" and resolves with nothing.
+      if (!file) return new RawBody("text/plain; charset=utf-8", Buffer.alloc(0));
       // Shown inline only when no browser would run it (file-types.ts); streamed from its chunks.
-      const served = servedType(file.contentType);
-      return new RawBody(served.contentType, file, file.filename, served.disposition);
+      return fileAnswer(file);
     },
   }),
   defineRoute({
@@ -41,6 +54,71 @@ export const contentItemsRoutes = [
     handler: async ({ path, caller, services }) => {
       const file = await services.items.thumbnail(caller, path.itemId);
       return new RawBody(file.contentType, file, file.filename);
+    },
+  }),
+  defineRoute({
+    name: "items.info",
+    methods: ["GET"],
+    path: ["/content/items/:itemId/info/:fileName", "/content/items/:itemId/info/:folderName/:fileName"],
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      if (path.folderName === undefined && path.fileName.toLowerCase() === ITEM_INFO_XML) {
+        // Made by the portal from the item, every value escaped; still answered as every XML file
+        // is (file-types.ts), never as a document a browser would render.
+        const xml = await services.items.itemInfo(caller, path.itemId);
+        const served = servedType("application/xml");
+        return new RawBody(served.contentType, Buffer.from(xml, "utf8"), ITEM_INFO_XML, served.disposition);
+      }
+      return fileAnswer(await services.items.infoFile(caller, path.itemId, path.folderName, path.fileName));
+    },
+  }),
+  defineRoute({
+    name: "items.metadata",
+    methods: ["GET"],
+    path: "/content/items/:itemId/info/metadata/metadata.xml",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      fileAnswer(await services.items.infoFile(caller, path.itemId, "metadata", "metadata.xml")),
+  }),
+  defineRoute({
+    name: "items.groups",
+    methods: ["GET", "POST"],
+    path: "/content/items/:itemId/groups",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => services.groups.ofItem(caller, path.itemId),
+  }),
+  defineRoute({
+    name: "items.relatedItems",
+    methods: ["GET", "POST"],
+    path: "/content/items/:itemId/relatedItems",
+    auth: "optional",
+    params: {
+      ...pagingParams,
+      // Esri's client sends one type as `relationshipType`, several as `relationshipTypes`.
+      relationshipType: relationshipTypeList,
+      relationshipTypes: relationshipTypeList,
+      direction: p.string({ enum: ["forward", "reverse"], caseInsensitive: true }),
+      sortField: p.string({ enum: ["created"], caseInsensitive: true }),
+      sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const [names, parameter] =
+        params.relationshipTypes !== undefined
+          ? [params.relationshipTypes, "relationshipTypes"]
+          : [params.relationshipType, "relationshipType"];
+      if (!names || names.length === 0) throw errors.missingParameter("relationshipTypes");
+      const types = relationshipTypesOf(parameter, names);
+      return services.relationships.related(
+        caller,
+        path.itemId,
+        types,
+        params.direction === "reverse" ? "reverse" : "forward",
+        params.sortOrder === "desc" ? "desc" : "asc",
+        pageOf(params),
+      );
     },
   }),
   defineRoute({

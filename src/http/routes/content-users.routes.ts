@@ -1,5 +1,7 @@
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
+import { MAX_INFO_FILE_BYTES } from "../../content/item-info.js";
 import { itemSpecs } from "../../content/item-specs.js";
+import { relationshipTypesOf } from "../../content/relationship.service.js";
 import { errors } from "../../errors.js";
 import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
@@ -75,6 +77,50 @@ const itemOp = <const Op extends string>(op: Op) =>
     `/content/users/:username/:folderId/items/:itemId/${op}`,
   ] as const;
 
+const itemId = p.string({
+  required: true,
+  maxLength: 64,
+  pattern: /^[A-Za-z0-9]{1,64}$/,
+  patternReason: "is not an item id",
+});
+
+/**
+ * A relationship, as addRelationship and deleteRelationship take it. Esri's client sends the type
+ * as `relationshipType`; the REST reference's examples send `relationshipTypes`: both are read.
+ */
+const relationshipParams = {
+  originItemId: itemId,
+  destinationItemId: itemId,
+  relationshipType: p.string({ maxLength: 64 }),
+  relationshipTypes: p.string({ maxLength: 64 }),
+};
+
+function relationshipKey(params: {
+  originItemId: string;
+  destinationItemId: string;
+  relationshipType?: string | undefined;
+  relationshipTypes?: string | undefined;
+}) {
+  const [name, parameter] =
+    params.relationshipType !== undefined
+      ? [params.relationshipType, "relationshipType"]
+      : [params.relationshipTypes, "relationshipTypes"];
+  if (name === undefined) throw errors.missingParameter("relationshipType");
+  const [type] = relationshipTypesOf(parameter, [name]);
+  return { originId: params.originItemId, destinationId: params.destinationItemId, type: type as string };
+}
+
+/**
+ * Operations ArcGIS answers below `content/users/<u>` that portico does not (yet): a path naming
+ * one is an unknown operation ("Invalid URL"), not a folder of that name. The implemented ones
+ * are routes of their own, which the router prefers to the folder's.
+ */
+const UNANSWERED_USER_OPERATIONS: ReadonlySet<string> = new Set(
+  ["export", "publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship"].map(
+    (op) => op.toLowerCase(),
+  ),
+);
+
 const groupList = p.list({
   maxItems: 100,
   item: { pattern: /^[A-Za-z0-9]{1,64}$/, patternReason: "is not a group id" },
@@ -95,8 +141,15 @@ export const contentUsersRoutes = [
     path: ["/content/users/:username", "/content/users/:username/:folderId"],
     auth: "required",
     params: { ...pagingParams },
-    handler: async ({ params, path, caller, services }) =>
-      services.items.listUserContent(caller, path.username, path.folderId, pageOf(params)),
+    handler: async ({ params, path, caller, services, apiBase }) => {
+      // addRelationship and the like asked for with another method than theirs land here too.
+      if (path.folderId !== undefined && UNANSWERED_USER_OPERATIONS.has(path.folderId.toLowerCase())) {
+        throw errors.invalidUrl(
+          `No resource or operation at ${new URL(apiBase).pathname}/content/users/${path.username}/${path.folderId} for this method.`,
+        );
+      }
+      return services.items.listUserContent(caller, path.username, path.folderId, pageOf(params));
+    },
   }),
   defineRoute({
     name: "items.add",
@@ -271,9 +324,65 @@ export const contentUsersRoutes = [
     path: "/content/users/:username/:folderId/delete",
     auth: "required",
     params: {},
+    handler: async ({ path, caller, services }) =>
+      ok({ folder: await services.items.deleteFolder(caller, path.username, path.folderId) }),
+  }),
+  defineRoute({
+    name: "items.updateInfo",
+    methods: ["POST"],
+    // Esri's client writes `updateinfo`, the REST reference `updateInfo`; paths match in any case.
+    path: itemOp("updateinfo"),
+    auth: "required",
+    params: { folderName: p.string({ maxLength: 64 }) },
+    files: { file: { maxBytes: MAX_INFO_FILE_BYTES } },
+    handler: async ({ params, files, path, caller, services }) => {
+      const file = files.file;
+      if (!file) throw errors.missingParameter("file", "'file' is required, uploaded as a multipart file.");
+      if (file.filename.includes("\u0000"))
+        throw errors.invalidParameter("file", `has a file name that ${NUL_REASON}`);
+      const stored = await services.items.updateInfo(
+        caller,
+        path.username,
+        path.itemId,
+        itemFile(file) as ItemFile,
+        params.folderName || undefined,
+      );
+      return ok({ itemId: path.itemId, owner: stored.owner, folder: stored.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.deleteThumbnail",
+    methods: ["POST"],
+    path: itemOp("deleteThumbnail"),
+    auth: "required",
+    params: {},
     handler: async ({ path, caller, services }) => {
-      await services.items.deleteFolder(caller, path.username, path.folderId);
-      return ok({ folder: { username: path.username, id: path.folderId } });
+      await services.items.deleteThumbnail(caller, path.username, path.itemId);
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "relationships.add",
+    methods: ["POST"],
+    path: "/content/users/:username/addRelationship",
+    auth: "required",
+    privilege: "portal:user:createItem",
+    params: relationshipParams,
+    handler: async ({ params, path, caller, services }) => {
+      await services.relationships.add(caller, path.username, relationshipKey(params));
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "relationships.delete",
+    methods: ["POST"],
+    path: "/content/users/:username/deleteRelationship",
+    auth: "required",
+    privilege: "portal:user:createItem",
+    params: relationshipParams,
+    handler: async ({ params, path, caller, services }) => {
+      await services.relationships.delete(caller, path.username, relationshipKey(params));
+      return ok();
     },
   }),
   defineRoute({

@@ -20,6 +20,7 @@ import {
   ownGroup,
   ownGroupOf,
   PUBLISHERS,
+  portal,
   row,
   type Setup,
   SIGNED_IN,
@@ -81,6 +82,36 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "comments.update": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   "comments.delete": [c("own", SIGNED_IN), c("ownItem", SIGNED_IN), c("other", ADMINS)],
 
+  // The info folder is read as the item is; iteminfo.xml is made from the item, metadata stored.
+  "items.info": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.metadata": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  // ArcGIS: "Only shows the groups that the calling user can access", of an item the caller sees.
+  "items.groups": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.relatedItems": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  // updateinfo and deleteThumbnail change the item: its owner or an administrator.
+  "items.updateInfo": ITEM_OWNER_OR_ADMIN,
+  "items.deleteThumbnail": ITEM_OWNER_OR_ADMIN,
+  // Relationships are added in one's own content, from an item one owns, and deleted by whoever
+  // added them (ArcGIS: "Users can only delete relationships they create").
+  "relationships.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  "relationships.delete": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+
   // Searches narrow what they return; they refuse no one (README).
   "search.items": [c("org", EVERYONE)],
 
@@ -98,6 +129,30 @@ let orgItem: string;
 async function newFolder(owner: Account): Promise<string> {
   const r = await as(owner, `/content/users/${owner.username}/createFolder`, { title: `Folder ${uid()}` });
   return r.folder.id as string;
+}
+
+/** Metadata of an item, uploaded by its owner as clients do (`updateinfo`, multipart). */
+async function addMetadata(owner: Account, itemId: string): Promise<void> {
+  const body = new FormData();
+  body.append("f", "json");
+  body.append("token", owner.token);
+  body.append("folderName", "metadata");
+  body.append("file", new Blob(["<metadata/>"]), "metadata.xml");
+  const res = await fetch(`${portal.api}/content/users/${owner.username}/items/${itemId}/updateinfo`, {
+    method: "POST",
+    body,
+  });
+  const r = (await res.json()) as any;
+  if (!r.success) throw new Error(`updateinfo: ${JSON.stringify(r)}`);
+}
+
+/** Two items of `owner` related by Map2Service, added by the owner. */
+async function newRelationship(owner: Account) {
+  const originItemId = await newItem(owner);
+  const destinationItemId = await newItem(owner);
+  const relationship = { originItemId, destinationItemId, relationshipType: "Map2Service" };
+  await as(owner, `/content/users/${owner.username}/addRelationship`, relationship);
+  return relationship;
 }
 
 async function newComment(author: Account, itemId: string): Promise<string> {
@@ -197,6 +252,38 @@ const SETUP: Record<string, Setup> = {
     const owner = holder(ctx);
     return { path: { username: owner.username, folderId: await newFolder(owner) } };
   },
+  "items.info": readItem({ fileName: "iteminfo.xml" }),
+  "items.metadata": readItem(),
+  "items.groups": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    check: (r) => expect(Array.isArray(r.other)).toBe(true),
+  }),
+  "items.relatedItems": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    params: { relationshipTypes: "Map2Service", direction: "forward" },
+    check: (r) => expect(r.relatedItems).toEqual([]),
+  }),
+  "items.updateInfo": async (ctx) => ({
+    ...(await onFreshItem()(ctx)),
+    files: { file: { name: "config.json", type: "application/json", bytes: Buffer.from("{}") } },
+    check: (r) => expect(r.itemId).toBeTruthy(),
+  }),
+  "items.deleteThumbnail": onFreshItem(),
+  "relationships.add": async (ctx) => {
+    const owner = holder(ctx);
+    return {
+      path: { username: owner.username },
+      params: {
+        originItemId: await newItem(owner),
+        destinationItemId: await newItem(owner),
+        relationshipType: "Map2Service",
+      },
+    };
+  },
+  "relationships.delete": async (ctx) => {
+    const owner = holder(ctx);
+    return { path: { username: owner.username }, params: await newRelationship(owner) };
+  },
   "comments.add": async () => ({ path: { itemId: orgItem }, params: { comment: `hello ${uid()}` } }),
   "comments.list": async () => ({
     path: { itemId: orgItem },
@@ -243,6 +330,9 @@ export const contentArea: Area = {
   async prepare() {
     for (const n of ["member", "publisher", "admin", "owner"] as const) ownItem[n] = await newItem(acct[n]);
     orgItem = await newItem(acct.owner, "org");
+    for (const n of ["member", "publisher", "admin", "owner"] as const)
+      await addMetadata(acct[n], ownItem[n]);
+    await addMetadata(acct.owner, orgItem);
     // Sharing and unsharing use the callers' groups; a group's content is read from them.
     await newOwnGroups();
   },
