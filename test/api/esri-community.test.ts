@@ -51,6 +51,11 @@ describe("Esri client: users and groups", () => {
     await portal.stop();
   });
 
+  // The client's options type asks for an item `id` too (it extends the sharing options); the
+  // function reads only the group.
+  const membershipIn = (groupId: string, authentication: ArcGISIdentityManager) =>
+    getUserMembership({ id: "", groupId, authentication });
+
   async function newGroup(title: string, extra: Record<string, unknown> = {}) {
     const { group } = await createGroup({
       group: { title, access: "org", tags: ["esri"], ...extra },
@@ -66,21 +71,21 @@ describe("Esri client: users and groups", () => {
 
   it("joins and leaves a group with joinGroup and leaveGroup; getUserMembership follows", async () => {
     const id = await newGroup("Esri Auto Join", { autoJoin: true });
-    expect(await getUserMembership({ groupId: id, authentication: member })).toBe("none");
+    expect(await membershipIn(id, member)).toBe("none");
     expect(await joinGroup({ id, authentication: member })).toEqual({ success: true, groupId: id });
-    expect(await getUserMembership({ groupId: id, authentication: member })).toBe("member");
-    expect(await getUserMembership({ groupId: id, authentication: owner })).toBe("owner");
+    expect(await membershipIn(id, member)).toBe("member");
+    expect(await membershipIn(id, owner)).toBe("owner");
     const self = await getUser({ authentication: member });
     expect(self.groups?.find((g) => g.id === id)?.userMembership?.memberType).toBe("member");
     expect(await leaveGroup({ id, authentication: member })).toEqual({ success: true, groupId: id });
-    expect(await getUserMembership({ groupId: id, authentication: member })).toBe("none");
+    expect(await membershipIn(id, member)).toBe("none");
     expect((await getGroupUsers(id, { authentication: owner })).users).toEqual([]);
   });
 
   it("asks to join a group that needs approval with joinGroup", async () => {
     const id = await newGroup("Esri Approval");
     expect(await joinGroup({ id, authentication: member })).toEqual({ success: true, groupId: id });
-    expect(await getUserMembership({ groupId: id, authentication: member })).toBe("none");
+    expect(await membershipIn(id, member)).toBe("none");
   });
 
   it("searches a group's members with searchGroupUsers", async () => {
@@ -145,14 +150,14 @@ describe("Esri client: users and groups", () => {
       username: member.username,
       groupId: first,
     });
-    expect(await getUserMembership({ groupId: first, authentication: member })).toBe("member");
+    expect(await membershipIn(first, member)).toBe("member");
     expect(await declineInvitation({ invitationId: toSecond.id, authentication: member })).toEqual({
       success: true,
       id: toSecond.id,
       username: member.username,
       groupId: second,
     });
-    expect(await getUserMembership({ groupId: second, authentication: member })).toBe("none");
+    expect(await membershipIn(second, member)).toBe("none");
   });
 
   it("lists the tags of a user's items with getUserTags", async () => {
@@ -207,7 +212,7 @@ describe("Esri client: users and groups", () => {
     });
     expect(shared).toMatchObject({ itemId: id, notSharedWith: [] });
     expect(await isItemSharedWithGroup({ id, groupId: notMine, authentication: admin })).toBe(true);
-    expect(await getUserMembership({ groupId: notMine, authentication: admin })).toBe("none");
+    expect(await membershipIn(notMine, admin)).toBe("none");
 
     // The administrator already in the group: the client reads that from the admin's groups.
     const mine = await newGroup("Esri Admin Member");
@@ -220,7 +225,7 @@ describe("Esri client: users and groups", () => {
     });
     expect(again).toMatchObject({ itemId: id, notSharedWith: [] });
     expect(await isItemSharedWithGroup({ id, groupId: mine, authentication: member })).toBe(true);
-    expect(await getUserMembership({ groupId: mine, authentication: admin })).toBe("member");
+    expect(await membershipIn(mine, admin)).toBe("member");
 
     const unshared = await unshareItemWithGroup({
       id,
