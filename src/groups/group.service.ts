@@ -509,6 +509,7 @@ export class GroupService {
           joined: now,
         });
         await deleteApplication(trx, id, caller.userId);
+        await deleteInvitation(trx, id, caller.userId);
         await this.event(trx, caller, id, "addUsers", { addedUserNames: [caller.username] }, now);
         return { groupId: id, joined: true };
       }
