@@ -12,7 +12,7 @@ import { SharingService } from "./content/sharing.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
-import { FeatureServiceService } from "./features/feature-service.service.js";
+import { FeatureServices } from "./features/feature-services.service.js";
 import { dropServiceStorage } from "./features/layer-store.js";
 import { GroupService } from "./groups/group.service.js";
 import type { SyncJobs } from "./jobs/sync-jobs.js";
@@ -37,7 +37,7 @@ export interface Services {
   comments: CommentService;
   search: SearchService;
   groups: GroupService;
-  featureServices: FeatureServiceService;
+  featureServices: FeatureServices;
   featureData: FeatureDataService;
   featureAttachments: FeatureAttachmentService;
   webhooks: WebhookService;
@@ -76,7 +76,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const items = new ItemService(db, portal, dropServiceStorage);
   const { keys } = options;
   const { notifier, runner } = options.syncJobs;
-  const featureServices = new FeatureServiceService(db, items);
+  const featureServices = new FeatureServices(db, items);
   const featureData = new FeatureDataService(db, featureServices);
   const groups = new GroupService(db, portal, items);
   return {

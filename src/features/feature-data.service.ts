@@ -10,10 +10,10 @@ import {
 } from "./edits/apply-edits.js";
 import { type DeleteIds, MAX_EDIT_FEATURES, parseDeletes, parseFeatureList } from "./edits/values.js";
 import type { ServiceRow } from "./feature-service.repository.js";
-import type { FeatureServiceService } from "./feature-service.service.js";
+import type { FeatureServices } from "./feature-services.service.js";
 
-/** What `FeatureServiceService.open` answers: the service, its row and its item's owner. */
-type OpenedService = Awaited<ReturnType<FeatureServiceService["open"]>>;
+/** What `FeatureServices.open` answers: the service, its row and its item's owner. */
+type OpenedService = Awaited<ReturnType<FeatureServices["open"]>>;
 
 import type { Bounds } from "./geometry/esri-json.js";
 import { layerResource } from "./layer-resource.js";
@@ -66,7 +66,7 @@ export class FeatureDataService {
 
   constructor(
     private readonly db: Db,
-    private readonly services: FeatureServiceService,
+    private readonly services: FeatureServices,
   ) {}
 
   /** The layer `layerId` of service `name`, if the caller may see it. */

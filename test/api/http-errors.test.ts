@@ -3,7 +3,8 @@ import { json, startTestPortal, type TestPortal } from "../helpers/portico.js";
 
 /**
  * Requests the router or the body parsers refuse before any route runs still get the ArcGIS
- * error envelope (found by the fuzz test, which covers them at random; these pin them down).
+ * error envelope (found by the fuzz suite, test/api/fuzz/, which covers them at random; these pin
+ * them down).
  */
 describe("errors raised before a route runs", () => {
   let portal: TestPortal;

@@ -18,9 +18,9 @@ import { parseTrigger } from "../../src/webhooks/triggers.js";
  * Database invariants: what every row must satisfy whatever requests came before. Each broken rule
  * is reported per offending row (`rule: table row: detail`), so a failure names the table, the row
  * and the rule. Rules SQL can state run as a few UNION ALL queries; the rest (JSON shapes, keys,
- * settings, definitions) run in JavaScript on rows read once per table. Used after fuzzing
- * (`test/api/fuzz.test.ts`), which also proves each rule can fail by planting bad rows in a throwaway
- * store.
+ * settings, definitions) run in JavaScript on rows read once per table. Used after every fuzzed
+ * route (`test/api/fuzz/harness.ts`); `test/api/fuzz/invariant-checker.test.ts` proves each rule
+ * can fail by planting bad rows in a throwaway store.
  *
  * Foreign keys declared in the migrations are checked on SQLite with `PRAGMA foreign_key_check`;
  * every relationship, declared or not, is also checked with an explicit orphan query, which is

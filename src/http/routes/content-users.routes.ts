@@ -1,7 +1,7 @@
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { errors } from "../../errors.js";
-import { FEATURE_SERVICE_TYPE } from "../../features/feature-service.service.js";
+import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
   type CreateParameters,
   checkCreateParameters,

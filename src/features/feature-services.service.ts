@@ -142,7 +142,7 @@ function deepFreeze<T>(value: T): T {
  * written together. Reading a service follows the sharing of its item; changing its definition
  * is for the owner and administrators.
  */
-export class FeatureServiceService {
+export class FeatureServices {
   /**
    * Services by name, for `open`, which every feature request goes through: without it a query
    * reads the service row, the item and its sharing before its own rows. Every change of those

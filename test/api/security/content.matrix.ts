@@ -1,0 +1,249 @@
+import { expect } from "vitest";
+import {
+  type Account,
+  ADMINS,
+  type Area,
+  acct,
+  as,
+  type CallContext,
+  type Case,
+  c,
+  E499,
+  EVERYONE,
+  holder,
+  ITEM_HIDDEN,
+  NOBODY_ELSE,
+  newItem,
+  newOwnGroups,
+  OK,
+  OWNER_OR_ADMIN,
+  ownGroup,
+  ownGroupOf,
+  PUBLISHERS,
+  row,
+  type Setup,
+  SIGNED_IN,
+  uid,
+} from "./harness.js";
+
+/*
+ * The security matrix of content (content-items, content-users, content-groups and search
+ * routes): items and their comments, users' content and folders, a group's content, and search.
+ */
+
+/**
+ * The same as `OWNER_OR_ADMIN` for changes of an item: another member who sees the item is
+ * refused (403); one who does not even see it (`private`) hears that it does not exist, as for a
+ * missing item (issue 12: this was 403, which told members that a private item of that id existed).
+ */
+const ITEM_OWNER_OR_ADMIN = [...OWNER_OR_ADMIN, c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK))];
+
+const EXPECTED: Record<string, readonly Case[]> = {
+  // Items are read as shared (`wire.md` §6); a private organization answers anonymous callers
+  // with "token required", so clients offer to sign in.
+  "items.get": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.data": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.thumbnail": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  // ArcGIS: user content "is available only to the user and to administrators".
+  "content.user": OWNER_OR_ADMIN,
+  // Content is created in one's own account only: the caller becomes the owner (ArcGIS addItem,
+  // createFolder); portico lets no one, administrators included, create content for someone else.
+  "items.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  "items.update": ITEM_OWNER_OR_ADMIN,
+  "items.delete": ITEM_OWNER_OR_ADMIN,
+  "items.protect": ITEM_OWNER_OR_ADMIN,
+  "items.unprotect": ITEM_OWNER_OR_ADMIN,
+  "items.move": ITEM_OWNER_OR_ADMIN,
+  // ArcGIS reassign: "allows the administrator of an organization to reassign a member's item".
+  "items.reassign": [c("own", ADMINS), c("other", ADMINS)],
+  "items.share": ITEM_OWNER_OR_ADMIN,
+  "items.unshare": ITEM_OWNER_OR_ADMIN,
+  "content.shareItems": OWNER_OR_ADMIN,
+  "content.unshareItems": OWNER_OR_ADMIN,
+  "folders.create": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  "folders.delete": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  // Comments: anyone signed in who sees the item; ArcGIS updateComment is for the comment's owner
+  // only; deleteComment for its owner, the item's owner or an administrator.
+  "comments.add": [c("other", SIGNED_IN)],
+  "comments.list": [c("other", SIGNED_IN)],
+  "comments.update": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  "comments.delete": [c("own", SIGNED_IN), c("ownItem", SIGNED_IN), c("other", ADMINS)],
+
+  // Searches narrow what they return; they refuse no one (README).
+  "search.items": [c("org", EVERYONE)],
+
+  // Anonymous callers: E499 (was GROUP_HIDDEN; see users.get in community.matrix.ts).
+  "groups.content": [c("own", SIGNED_IN), c("other", SIGNED_IN)],
+
+  // createService publishes: portal:publisher:publishFeatures, in one's own account.
+  "content.createService": [c("own", PUBLISHERS), c("other", NOBODY_ELSE)],
+};
+
+/** Items with data and a thumbnail: each caller's own (private), and one of `owner` shared with the org. */
+const ownItem = {} as Record<"member" | "publisher" | "admin" | "owner", string>;
+let orgItem: string;
+
+async function newFolder(owner: Account): Promise<string> {
+  const r = await as(owner, `/content/users/${owner.username}/createFolder`, { title: `Folder ${uid()}` });
+  return r.folder.id as string;
+}
+
+async function newComment(author: Account, itemId: string): Promise<string> {
+  const r = await as(author, `/content/items/${itemId}/addComment`, { comment: `note ${uid()}` });
+  return r.commentId as string;
+}
+
+/**
+ * A fresh item of the target's owner: shared with the organization for `other` (an item the caller
+ * sees but does not own), private otherwise.
+ */
+const freshItem = (ctx: CallContext, owner: Account) =>
+  newItem(owner, ctx.on === "other" ? "org" : "private");
+
+/** A fresh item of the target's owner (see `freshItem`), and the parameters of the call on it. */
+const onFreshItem =
+  (params: (owner: Account) => Promise<Record<string, unknown>> = async () => ({})): Setup =>
+  async (ctx) => {
+    const owner = holder(ctx);
+    const id = await freshItem(ctx, owner);
+    return { path: { username: owner.username, itemId: id }, params: await params(owner) };
+  };
+
+const readItem =
+  (extra: Record<string, string> = {}): Setup =>
+  async (ctx) => {
+    const id =
+      ctx.on === "own"
+        ? ownItem[ctx.who === "anonymous" ? "owner" : ctx.who]
+        : ctx.on === "other"
+          ? orgItem
+          : ownItem.owner;
+    return { path: { itemId: id, ...extra } };
+  };
+
+const SETUP: Record<string, Setup> = {
+  "items.get": readItem(),
+  "items.data": readItem(),
+  "items.thumbnail": readItem({ name: "thumb.png" }),
+  "content.user": async (ctx) => {
+    const owner = holder(ctx);
+    return { path: { username: owner.username }, check: (r) => expect(r.username).toBe(owner.username) };
+  },
+  "items.add": async (ctx) => ({
+    path: { username: holder(ctx).username },
+    params: { title: `Added ${uid()}`, type: "Web Map", text: "{}" },
+  }),
+  "items.update": onFreshItem(async () => ({ snippet: `changed ${uid()}` })),
+  "items.delete": onFreshItem(),
+  "items.protect": onFreshItem(),
+  "items.unprotect": async (ctx) => {
+    const owner = holder(ctx);
+    const id = await freshItem(ctx, owner);
+    await as(owner, `/content/users/${owner.username}/items/${id}/protect`);
+    return { path: { username: owner.username, itemId: id } };
+  },
+  "items.move": onFreshItem(async (owner) => ({ folder: await newFolder(owner) })),
+  "items.reassign": onFreshItem(async () => ({ targetUsername: acct.invitee.username })),
+  "items.share": onFreshItem(async () => ({ org: true })),
+  "items.unshare": async (ctx) => {
+    const owner = holder(ctx);
+    const id = await freshItem(ctx, owner);
+    await as(owner, `/content/users/${owner.username}/items/${id}/share`, { groups: ownGroupOf(owner) });
+    return {
+      path: { username: owner.username, itemId: id },
+      params: { groups: ownGroupOf(owner) },
+      check: (r) => expect(r.notUnsharedFrom).toEqual([]),
+    };
+  },
+  "content.shareItems": async (ctx) => {
+    const owner = holder(ctx);
+    const id = await newItem(owner);
+    return {
+      path: { username: owner.username },
+      params: { items: id, org: true },
+      check: (r) => expect(r.results).toEqual([expect.objectContaining({ itemId: id, success: true })]),
+    };
+  },
+  "content.unshareItems": async (ctx) => {
+    const owner = holder(ctx);
+    const id = await newItem(owner);
+    await as(owner, `/content/users/${owner.username}/items/${id}/share`, { groups: ownGroupOf(owner) });
+    return {
+      path: { username: owner.username },
+      params: { items: id, groups: ownGroupOf(owner) },
+      check: (r) =>
+        expect(r.results).toEqual([
+          expect.objectContaining({ itemId: id, success: true, notUnsharedFrom: [] }),
+        ]),
+    };
+  },
+  "folders.create": async (ctx) => ({
+    path: { username: holder(ctx).username },
+    params: { title: `Folder ${uid()}` },
+  }),
+  "folders.delete": async (ctx) => {
+    const owner = holder(ctx);
+    return { path: { username: owner.username, folderId: await newFolder(owner) } };
+  },
+  "comments.add": async () => ({ path: { itemId: orgItem }, params: { comment: `hello ${uid()}` } }),
+  "comments.list": async () => ({
+    path: { itemId: orgItem },
+    check: (r) => expect(Array.isArray(r.comments)).toBe(true),
+  }),
+  "comments.update": async (ctx) => ({
+    path: { itemId: orgItem, commentId: await newComment(holder(ctx), orgItem) },
+    params: { comment: `edited ${uid()}` },
+  }),
+  "comments.delete": async (ctx) => {
+    if (ctx.on === "ownItem") {
+      const itemId = await newItem(ctx.me, "org");
+      return { path: { itemId, commentId: await newComment(acct.owner, itemId) } };
+    }
+    return { path: { itemId: orgItem, commentId: await newComment(holder(ctx), orgItem) } };
+  },
+
+  "search.items": async () => ({
+    params: { q: "Item" },
+    check: (r) => expect(Array.isArray(r.results)).toBe(true),
+  }),
+
+  "groups.content": async (ctx) => {
+    const id = ctx.on === "own" ? ownGroupOf(holder(ctx)) : ownGroup.owner;
+    return { path: { groupId: id }, check: (r) => expect(Array.isArray(r.items)).toBe(true) };
+  },
+
+  "content.createService": async (ctx) => ({
+    path: { username: holder(ctx).username },
+    params: { createParameters: { name: `svc_${uid()}` }, outputType: "featureService" },
+  }),
+};
+
+export const contentArea: Area = {
+  files: [
+    "content-items.routes.ts",
+    "content-users.routes.ts",
+    "content-groups.routes.ts",
+    "search.routes.ts",
+  ],
+  expected: EXPECTED,
+  setup: SETUP,
+  helpers: ["invitee"],
+  async prepare() {
+    for (const n of ["member", "publisher", "admin", "owner"] as const) ownItem[n] = await newItem(acct[n]);
+    orgItem = await newItem(acct.owner, "org");
+    // Sharing and unsharing use the callers' groups; a group's content is read from them.
+    await newOwnGroups();
+  },
+};

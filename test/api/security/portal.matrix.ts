@@ -1,0 +1,243 @@
+import { expect } from "vitest";
+import { type Receiver, startReceiver } from "../../helpers/receiver.js";
+import {
+  ADMINS,
+  type Area,
+  asAdmin,
+  bootstrap,
+  type Case,
+  c,
+  EVERYONE,
+  mainId,
+  newRole,
+  newUser,
+  portal,
+  type Setup,
+  SIGNED_IN,
+  uid,
+  unexpected,
+} from "./harness.js";
+
+/*
+ * The security matrix of the portal itself (the sharing, oauth2, portals, portals-roles,
+ * portals-webhooks and portaladmin routes): signing in and out, the organization and its settings,
+ * roles, webhooks, and creating users.
+ */
+
+const EXPECTED: Record<string, readonly Case[]> = {
+  // Sign-in reads no token (`wire.md` §3).
+  root: [c("org", EVERYONE)],
+  info: [c("org", EVERYONE)],
+  generateToken: [c("own", EVERYONE)],
+  // Possession of a token is what lets one end it.
+  "oauth2.revokeToken": [c("own", EVERYONE)],
+
+  // `portals/self` answers everyone; anonymous callers see less (`wire.md` §3, §5).
+  "portals.get": [c("org", EVERYONE)],
+  // interface.md §5: organization update and updateUserRole are for administrators.
+  "portals.update": [c("website", ADMINS), c("security", ADMINS), c("utility", ADMINS)],
+  // Nobody promotes themselves: `own` asks for org_admin.
+  "portals.updateUserRole": [c("own", ADMINS), c("other", ADMINS)],
+  "portals.users": [c("org", ADMINS)],
+  // Members read the password rules (they choose passwords under them); changing them takes the
+  // security administration privilege, as every security setting does (README "Security").
+  "portals.securityPolicy": [c("org", SIGNED_IN)],
+  "portals.securityPolicy.update": [c("security", ADMINS)],
+  "portals.securityPolicy.reset": [c("security", ADMINS)],
+
+  // Roles are administered (`wire.md` §4; README: roles need manageRoles); ArcGIS lists them to
+  // administrators only.
+  "roles.list": [c("org", ADMINS)],
+  "roles.create": [c("org", ADMINS)],
+  "roles.get": [c("org", ADMINS)],
+  "roles.update": [c("org", ADMINS)],
+  "roles.delete": [c("org", ADMINS)],
+  "roles.privileges": [c("org", ADMINS)],
+  "roles.setPrivileges": [c("org", ADMINS)],
+
+  "portaladmin.createUser": [c("org", ADMINS)],
+
+  // interface.md §4.2, §5: webhooks are for portal administrators (portal:admin:manageWebhooks).
+  "webhooks.list": [c("org", ADMINS)],
+  "webhooks.create": [c("org", ADMINS)],
+  "webhooks.settings": [c("org", ADMINS)],
+  "webhooks.settings.update": [c("org", ADMINS)],
+  "webhooks.get": [c("org", ADMINS)],
+  "webhooks.update": [c("org", ADMINS)],
+  "webhooks.delete": [c("org", ADMINS)],
+  "webhooks.activate": [c("org", ADMINS)],
+  "webhooks.deactivate": [c("org", ADMINS)],
+  "webhooks.notificationStatus": [c("org", ADMINS)],
+  "webhooks.redeliver": [c("org", ADMINS)],
+  "webhooks.ping": [c("org", ADMINS)],
+};
+
+let receiver: Receiver;
+let customRole: string;
+let hook: string;
+
+async function newWebhook(): Promise<string> {
+  const r = await asAdmin("/portals/self/webhooks/createWebhook", {
+    name: `hook ${uid()}`,
+    url: receiver.url,
+    // A subscription nothing in this test triggers: deliveries would be noise.
+    changes: "manualChanges",
+    events: "/users/nobody_listens",
+  });
+  return r.webhook.id as string;
+}
+
+const SETUP: Record<string, Setup> = {
+  root: async () => ({}),
+  info: async () => ({ check: (r) => expect(r.authInfo.isTokenBasedSecurity).toBe(true) }),
+  generateToken: async ({ me }) => ({
+    params: { username: me.username, password: me.password, client: "requestip" },
+    check: (r) => expect(typeof r.token).toBe("string"),
+  }),
+  "oauth2.revokeToken": async ({ me }) => {
+    const token = await portal.signIn(me.username, me.password);
+    return {
+      params: { auth_token: token },
+      check: async () => expect((await portal.get("/community/self", {}, token)).error.code).toBe(498),
+    };
+  },
+
+  "portals.get": async ({ who }) => ({
+    path: { portalId: "self" },
+    check: (r) => {
+      expect(r.id).toBe(mainId);
+      expect(r.user === undefined).toBe(who === "anonymous");
+    },
+  }),
+  "portals.update": async ({ on }) => {
+    const value = `value ${uid()}`;
+    if (on === "website") {
+      return {
+        params: { description: value },
+        check: async () =>
+          expect((await portal.get("/portals/self", {}, bootstrap.token)).description).toBe(value),
+      };
+    }
+    if (on === "security") return { params: { updateUserProfileDisabled: false } };
+    if (on === "utility") {
+      return {
+        params: {
+          geometryService: {
+            url: `https://geometry.example.com/${uid()}/arcgis/rest/services/Geometry/GeometryServer`,
+          },
+        },
+      };
+    }
+    return unexpected(on);
+  },
+  "portals.updateUserRole": async (ctx) => {
+    if (ctx.on === "own") return { params: { user: ctx.me.username, role: "org_admin" } };
+    const user = await newUser();
+    return {
+      params: { user, role: "org_publisher" },
+      check: async () =>
+        expect((await portal.get(`/community/users/${user}`, {}, bootstrap.token)).role).toBe(
+          "org_publisher",
+        ),
+    };
+  },
+  "portals.users": async () => ({ check: (r) => expect(r.users.length).toBeGreaterThan(3) }),
+  "portals.securityPolicy": async () => ({
+    path: { portalId: "self" },
+    check: (r) => expect(r.passwordPolicy.minLength).toBeGreaterThanOrEqual(8),
+  }),
+  // The defaults again, so that the users other cases create still meet the policy.
+  "portals.securityPolicy.update": async () => ({
+    path: { portalId: "self" },
+    params: { minLength: 8, maxFailedAttempts: 5 },
+    check: async () =>
+      expect(
+        (await portal.get("/portals/self/securityPolicy", {}, bootstrap.token)).passwordPolicy.type,
+      ).toBe("custom"),
+  }),
+  "portals.securityPolicy.reset": async () => ({
+    path: { portalId: "self" },
+    check: async () =>
+      expect(
+        (await portal.get("/portals/self/securityPolicy", {}, bootstrap.token)).passwordPolicy.type,
+      ).toBe("default"),
+  }),
+
+  "roles.list": async () => ({
+    check: (r) => expect(r.roles.some((x: any) => x.id === customRole)).toBe(true),
+  }),
+  "roles.create": async () => ({ params: { name: `Role ${uid()}`, description: "made in the matrix" } }),
+  "roles.get": async () => ({ path: { roleId: customRole } }),
+  "roles.update": async () => ({
+    path: { roleId: await newRole() },
+    params: { description: `changed ${uid()}` },
+  }),
+  "roles.delete": async () => ({ path: { roleId: await newRole() } }),
+  "roles.privileges": async () => ({ path: { roleId: customRole } }),
+  "roles.setPrivileges": async () => ({
+    path: { roleId: await newRole() },
+    params: { privileges: { privileges: ["portal:user:createItem", "portal:admin:viewUsers"] } },
+  }),
+
+  "portaladmin.createUser": async () => {
+    const username = `new_${uid()}`;
+    return {
+      params: {
+        username,
+        password: "a-long-password",
+        firstname: "New",
+        lastname: "Person",
+        email: `${username}@example.com`,
+        role: "org_admin",
+      },
+    };
+  },
+
+  "webhooks.list": async () => ({
+    check: (r) => expect(r.webhooks.some((w: any) => w.id === hook)).toBe(true),
+  }),
+  "webhooks.create": async () => ({
+    params: {
+      name: `hook ${uid()}`,
+      url: receiver.url,
+      changes: "manualChanges",
+      events: "/users/nobody_listens",
+    },
+  }),
+  "webhooks.settings": async () => ({}),
+  "webhooks.settings.update": async () => ({ params: { notificationAttempts: 3 } }),
+  "webhooks.get": async () => ({ path: { webhookId: hook } }),
+  "webhooks.update": async () => ({ path: { webhookId: hook }, params: { name: `renamed ${uid()}` } }),
+  "webhooks.delete": async () => ({ path: { webhookId: await newWebhook() } }),
+  "webhooks.activate": async () => {
+    const id = await newWebhook();
+    await asAdmin(`/portals/self/webhooks/${id}/deactivate`);
+    return { path: { webhookId: id } };
+  },
+  "webhooks.deactivate": async () => ({ path: { webhookId: await newWebhook() } }),
+  "webhooks.notificationStatus": async () => ({ path: { webhookId: hook } }),
+  "webhooks.redeliver": async () => ({ path: { webhookId: hook }, params: { since: 0 } }),
+  "webhooks.ping": async () => ({ path: { webhookId: hook } }),
+};
+
+export const portalArea: Area = {
+  files: [
+    "sharing.routes.ts",
+    "oauth2.routes.ts",
+    "portals.routes.ts",
+    "portals-roles.routes.ts",
+    "portals-webhooks.routes.ts",
+    "portaladmin.routes.ts",
+  ],
+  expected: EXPECTED,
+  setup: SETUP,
+  helpers: ["invitee"],
+  async prepare() {
+    receiver = await startReceiver();
+    customRole = await newRole();
+    hook = await newWebhook();
+  },
+  async release() {
+    await receiver?.close();
+  },
+};
