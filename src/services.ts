@@ -80,6 +80,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const { notifier, runner } = options.syncJobs;
   const featureServices = new FeatureServices(db, items);
   const featureData = new FeatureDataService(db, featureServices);
+  const groups = new GroupService(db, portal, items);
   return {
     db,
     portal,
@@ -99,14 +100,14 @@ export function createServices(db: Db, options: ServiceOptions): Services {
       },
       hasher,
     ),
-    users: new UserService(db, portal, hasher),
+    users: new UserService(db, portal, hasher, (userId, username) => groups.groupsOf(userId, username)),
     roles: new RoleService(db),
     items,
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
     relationships: new RelationshipService(db, items),
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
-    groups: new GroupService(db, portal, items),
+    groups,
     featureServices,
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),

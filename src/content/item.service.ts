@@ -47,11 +47,15 @@ import {
   replaceTags,
   sharedGroupIds,
   sharedGroupIdsOf,
+  tagCountsOfOwner,
   updateItem,
 } from "./item.repository.js";
 import { infoFileType, infoKind, itemInfoXml, MAX_INFO_FILES } from "./item-info.js";
 
 type Trx = Transaction<Database>;
+
+/** Distinct tags `community/users/<u>/tags` lists at most, the most used first. */
+const MAX_USER_TAGS = 10_000;
 
 /**
  * An uploaded or inline file of an item: its bytes in memory (`text`) or in a file on disk (an
@@ -476,6 +480,18 @@ export class ItemService {
   }
 
   /** Item resources of a page of rows, with their shares read in one query. */
+  /**
+   * `community/users/<u>/tags`: the tags of the user's items with how many items have each; the
+   * user's own, or an administrator's who can view every item.
+   */
+  async userTags(caller: Caller | null, username: string) {
+    if (caller === null) throw errors.tokenRequired();
+    if (!isCaller(caller, username)) requirePrivilege(caller, "portal:admin:viewItems");
+    const owner = await findUser(this.db.kysely, username);
+    if (!owner) throw errors.userNotFound(username);
+    return { tags: await tagCountsOfOwner(this.db.kysely, owner.id, MAX_USER_TAGS) };
+  }
+
   async itemsJson(rows: readonly ItemRow[]): Promise<Record<string, unknown>[]> {
     const shares = await sharedGroupIdsOf(
       this.db.kysely,

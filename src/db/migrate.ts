@@ -13,6 +13,7 @@ import * as m0008 from "./migrations/0008-sign-in-security.js";
 import * as m0009 from "./migrations/0009-full-text-search.js";
 import * as m0010 from "./migrations/0010-feature-layers.js";
 import * as m0011 from "./migrations/0011-feature-attachments.js";
+import * as m0012 from "./migrations/0012-group-applications.js";
 import * as m0013 from "./migrations/0013-item-relationships.js";
 
 /**
@@ -32,6 +33,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0009-full-text-search": m0009,
   "0010-feature-layers": m0010,
   "0011-feature-attachments": m0011,
+  "0012-group-applications": m0012,
   "0013-item-relationships": m0013,
 };
 

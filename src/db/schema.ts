@@ -20,6 +20,7 @@ export interface Database {
   groups: GroupTable;
   group_members: GroupMemberTable;
   group_invitations: GroupInvitationTable;
+  group_applications: GroupApplicationTable;
   item_shares: ItemShareTable;
   item_relationships: ItemRelationshipTable;
   comments: CommentTable;
@@ -84,6 +85,8 @@ export interface UserTable {
   created: number;
   modified: number;
   last_login: number;
+  /** JSON object the user keeps with `setProperties` (0012); null until the first. */
+  properties: string | null;
 }
 
 export interface RoleTable {
@@ -242,6 +245,8 @@ export interface GroupTable {
   sort_order: string;
   created: number;
   modified: number;
+  /** ArcGIS's `autoJoin` (0012): members of the organization join without approval. */
+  auto_join: Generated<number>;
 }
 
 export interface GroupMemberTable {
@@ -260,6 +265,14 @@ export interface GroupInvitationTable {
   username: string;
   invited_by: string;
   created: number;
+}
+
+/** A request to join a group that needs approval (0012). */
+export interface GroupApplicationTable {
+  group_id: string;
+  user_id: string;
+  username: string;
+  received: number;
 }
 
 export interface ItemShareTable {

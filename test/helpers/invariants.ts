@@ -51,6 +51,8 @@ const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["group_members", "user_id", "users", "id"],
   ["group_invitations", "group_id", "groups", "id"],
   ["group_invitations", "user_id", "users", "id"],
+  ["group_applications", "group_id", "groups", "id"],
+  ["group_applications", "user_id", "users", "id"],
   ["item_shares", "item_id", "items", "id"],
   ["item_shares", "group_id", "groups", "id"],
   ["comments", "item_id", "items", "id"],
@@ -587,7 +589,9 @@ async function checkGroups(select: Select, bad: Bad) {
   const names = await select(
     `SELECT 'group_members' AS t, m.group_id AS g, m.username AS name, u.username AS actual FROM group_members m JOIN users u ON u.id = m.user_id WHERE m.username <> u.username
      UNION ALL
-     SELECT 'group_invitations', i.group_id, i.username, u.username FROM group_invitations i JOIN users u ON u.id = i.user_id WHERE i.username <> u.username`,
+     SELECT 'group_invitations', i.group_id, i.username, u.username FROM group_invitations i JOIN users u ON u.id = i.user_id WHERE i.username <> u.username
+     UNION ALL
+     SELECT 'group_applications', a.group_id, a.username, u.username FROM group_applications a JOIN users u ON u.id = a.user_id WHERE a.username <> u.username`,
   );
   for (const r of names) bad("username", `${r.t} of ${r.g}`, `${short(r.name)} for user ${short(r.actual)}`);
   // Inviting a member is refused and joining removes the invitation: none is left for a member.
@@ -597,6 +601,13 @@ async function checkGroups(select: Select, bad: Bad) {
   );
   for (const r of stale)
     bad("invitation", `group_invitations of ${r.group_id}`, `${short(r.username)} is already a member`);
+  // Every way of joining drops the request to join: none is left for a member.
+  const answered = await select(
+    `SELECT a.group_id, a.username FROM group_applications a
+     WHERE EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = a.group_id AND m.user_id = a.user_id)`,
+  );
+  for (const r of answered)
+    bad("application", `group_applications of ${r.group_id}`, `${short(r.username)} is already a member`);
 }
 
 async function checkServices(select: Select, bad: Bad) {

@@ -17,11 +17,36 @@ function fileAnswer(file: ItemFileDownload): RawBody {
 
 const relationshipTypeList = p.list({ maxItems: 26, item: { maxLength: 64 } });
 
+const groupList = p.list({
+  maxItems: 100,
+  item: { pattern: /^[A-Za-z0-9]{1,64}$/, patternReason: "is not a group id" },
+});
+
 /**
- * An item by its id, `/content/items/<id>`: its description, data, thumbnail and comments. What an
- * owner does to an item goes through the owner's content, in content-users.routes.ts.
+ * An item by its id, `/content/items/<id>`: its description, data, thumbnail and comments, and
+ * sharing by group managers who do not own it. What an owner does to an item goes through the
+ * owner's content, in content-users.routes.ts.
  */
 export const contentItemsRoutes = [
+  defineRoute({
+    name: "items.shareAsGroupManager",
+    methods: ["POST"],
+    path: "/content/items/:itemId/share",
+    auth: "required",
+    // `confirmItemControl` (shared update groups) is accepted and ignored: portico has none.
+    params: { groups: { ...groupList, required: true as const }, confirmItemControl: p.boolean() },
+    handler: async ({ params, path, caller, services }) =>
+      services.sharing.shareAsGroupManager(caller, path.itemId, params.groups),
+  }),
+  defineRoute({
+    name: "items.unshareAsGroupManager",
+    methods: ["POST"],
+    path: "/content/items/:itemId/unshare",
+    auth: "required",
+    params: { groups: { ...groupList, required: true as const } },
+    handler: async ({ params, path, caller, services }) =>
+      services.sharing.unshareAsGroupManager(caller, path.itemId, params.groups),
+  }),
   defineRoute({
     name: "items.get",
     methods: ["GET", "POST"],

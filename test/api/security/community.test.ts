@@ -49,6 +49,7 @@ function probeCall(username: string, variant: number): Call {
       commentId: id,
       groupId: id,
       invitationId: id,
+      applicant: username,
       roleId: id,
       webhookId: id,
       collaborationId: id,

@@ -13,6 +13,7 @@ import {
   holder,
   ITEM_HIDDEN,
   NOBODY_ELSE,
+  newGroup,
   newItem,
   newOwnGroups,
   OK,
@@ -71,6 +72,17 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "items.reassign": [c("own", ADMINS), c("other", ADMINS)],
   "items.share": ITEM_OWNER_OR_ADMIN,
   "items.unshare": ITEM_OWNER_OR_ADMIN,
+  // ArcGIS "share item as group admin": a group's owner or manager shares an item they see into
+  // that group; administrators with the share privileges any item into any group. Another
+  // member's private item is hidden from the rest.
+  "items.shareAsGroupManager": [
+    c("manager", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.unshareAsGroupManager": [
+    c("manager", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
   "content.shareItems": OWNER_OR_ADMIN,
   "content.unshareItems": OWNER_OR_ADMIN,
   "folders.create": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
@@ -176,6 +188,20 @@ const onFreshItem =
     return { path: { username: owner.username, itemId: id }, params: await params(owner) };
   };
 
+/**
+ * For sharing by group managers: a fresh item of `owner` (shared with the organization for
+ * `manager`, private for `private`) and a fresh group of `owner`, which the caller manages for
+ * `manager` and is no member of for `private`.
+ */
+async function managedShare(ctx: CallContext): Promise<{ itemId: string; groupId: string }> {
+  const itemId = await newItem(acct.owner, ctx.on === "manager" ? "org" : "private");
+  const groupId = await newGroup(acct.owner);
+  if (ctx.on === "manager" && ctx.who !== "anonymous") {
+    await as(acct.owner, `/community/groups/${groupId}/addUsers`, { admins: ctx.me.username });
+  }
+  return { itemId, groupId };
+}
+
 const readItem =
   (extra: Record<string, string> = {}): Setup =>
   async (ctx) => {
@@ -220,6 +246,23 @@ const SETUP: Record<string, Setup> = {
       path: { username: owner.username, itemId: id },
       params: { groups: ownGroupOf(owner) },
       check: (r) => expect(r.notUnsharedFrom).toEqual([]),
+    };
+  },
+  "items.shareAsGroupManager": async (ctx) => {
+    const { itemId, groupId } = await managedShare(ctx);
+    return {
+      path: { itemId },
+      params: { groups: groupId },
+      check: (r) => expect(r).toMatchObject({ itemId, notSharedWith: [] }),
+    };
+  },
+  "items.unshareAsGroupManager": async (ctx) => {
+    const { itemId, groupId } = await managedShare(ctx);
+    await as(acct.owner, `/content/users/${acct.owner.username}/items/${itemId}/share`, { groups: groupId });
+    return {
+      path: { itemId },
+      params: { groups: groupId },
+      check: (r) => expect(r).toMatchObject({ itemId, notUnsharedFrom: [] }),
     };
   },
   "content.shareItems": async (ctx) => {
