@@ -50,6 +50,8 @@ function probeCall(username: string, variant: number): Call {
       groupId: id,
       invitationId: id,
       applicant: username,
+      folderName: "nothing_here",
+      fileName: "nothing_here.json",
       roleId: id,
       webhookId: id,
       collaborationId: id,
