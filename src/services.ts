@@ -9,6 +9,7 @@ import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { RelationshipService } from "./content/relationship.service.js";
+import { ResourceService } from "./content/resource.service.js";
 import { SharingService } from "./content/sharing.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
@@ -37,6 +38,7 @@ export interface Services {
   sharing: SharingService;
   comments: CommentService;
   relationships: RelationshipService;
+  resources: ResourceService;
   search: SearchService;
   groups: GroupService;
   featureServices: FeatureServices;
@@ -105,6 +107,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
     relationships: new RelationshipService(db, items),
+    resources: new ResourceService(db, items),
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups: new GroupService(db, portal, items),
     featureServices,

@@ -17,8 +17,11 @@ import { newId } from "../ids.js";
 /** Bytes per chunk: large enough that a file is few rows, small enough to hold a few at once. */
 export const FILE_CHUNK_BYTES = 1024 * 1024;
 
-/** An item's data, its thumbnail, or a file of its info folder (`info/<folder>/<name>`, `updateinfo`). */
-export type FileKind = "data" | "thumbnail" | `info/${string}`;
+/**
+ * An item's data, its thumbnail, a file of its info folder (`info/<folder>/<name>`, `updateinfo`)
+ * or one of its resources (`resources/<path>`, `addResources`).
+ */
+export type FileKind = "data" | "thumbnail" | `info/${string}` | `resources/${string}`;
 
 /**
  * Where the bytes of a file to store come from: memory (`text`, a replicated copy) or a file on
@@ -34,6 +37,10 @@ export interface StoredFile {
   contentType: string;
   fileId: string;
   size: number;
+  /** When a resource was added (null for other kinds). */
+  created?: number | null;
+  /** A resource's access, `inherit` or `private` (null for other kinds). */
+  access?: string | null;
 }
 
 /** The first `n` bytes of a source (fewer when it is shorter), without reading the rest. */
@@ -99,7 +106,7 @@ export async function writeFile(
   trx: Queryable,
   itemId: string,
   kind: FileKind,
-  meta: { name: string; contentType: string },
+  meta: { name: string; contentType: string; created?: number; access?: string },
   source: FileSource,
 ): Promise<StoredFile> {
   await deleteFile(trx, itemId, kind);
@@ -113,6 +120,8 @@ export async function writeFile(
       content_type: meta.contentType,
       file_id: fileId,
       size: 0,
+      created: meta.created ?? null,
+      access: meta.access ?? null,
     })
     .execute();
   const size = await writeChunks(trx, "item_file_chunks", fileId, source);
@@ -158,6 +167,70 @@ export async function countInfoFiles(q: Queryable, itemId: string): Promise<numb
   return Number(row.n);
 }
 
+/** A resource of an item, as `listResources` answers it. */
+export interface ResourceRow {
+  kind: `resources/${string}`;
+  size: number;
+  created: number;
+  access: string;
+}
+
+/** How many resources an item has. */
+export async function countResources(q: Queryable, itemId: string): Promise<number> {
+  const row = await q
+    .selectFrom("item_files")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "resources/%")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * All resources of an item (at most `MAX_RESOURCES_PER_ITEM`, so a listing may read them all to
+ * leave out the private ones before paging).
+ */
+export async function listResources(q: Queryable, itemId: string): Promise<ResourceRow[]> {
+  const rows = await q
+    .selectFrom("item_files")
+    .select(["kind", "size", "created", "access"])
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "resources/%")
+    .orderBy("kind")
+    .execute();
+  return rows.map((r) => ({
+    kind: r.kind as `resources/${string}`,
+    size: Number(r.size),
+    created: Number(r.created ?? 0),
+    access: r.access ?? "inherit",
+  }));
+}
+
+/** Changes a resource's access without touching its bytes. */
+export async function setResourceAccess(
+  trx: Queryable,
+  itemId: string,
+  kind: `resources/${string}`,
+  access: string,
+): Promise<void> {
+  await trx
+    .updateTable("item_files")
+    .set({ access })
+    .where("item_id", "=", itemId)
+    .where("kind", "=", kind)
+    .execute();
+}
+
+/** Deletes every resource of an item; answers how many there were. */
+export async function deleteResources(trx: Queryable, itemId: string): Promise<number> {
+  const result = await trx
+    .deleteFrom("item_files")
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "resources/%")
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 export async function findFile(
   q: Queryable,
   itemId: string,
@@ -165,7 +238,7 @@ export async function findFile(
 ): Promise<StoredFile | undefined> {
   const row = await q
     .selectFrom("item_files")
-    .select(["name", "content_type", "file_id", "size"])
+    .select(["name", "content_type", "file_id", "size", "created", "access"])
     .where("item_id", "=", itemId)
     .where("kind", "=", kind)
     .executeTakeFirst();
@@ -177,6 +250,8 @@ export async function findFile(
         contentType: row.content_type,
         fileId: row.file_id,
         size: Number(row.size),
+        created: row.created === null ? null : Number(row.created),
+        access: row.access,
       }
     : undefined;
 }

@@ -71,7 +71,6 @@ const NO_PORTAL_EQUIVALENT = new Set([
 const NOT_YET_CALLED = new Set([
   "acceptInvitation",
   "addItemPart",
-  "addItemResource",
   "cancelItemUpload",
   "commitItemUpload",
   "createGroupNotification",
@@ -83,8 +82,6 @@ const NOT_YET_CALLED = new Set([
   "fetchToken",
   "getGroupCategorySchema",
   "getItemParts",
-  "getItemResource",
-  "getItemResources",
   "getItemStatus",
   "getPortalSettings",
   "getServiceAdminInfo",
@@ -103,7 +100,6 @@ const NOT_YET_CALLED = new Set([
   "platformSelf",
   "queryPbfAsGeoJSONOrArcGIS",
   "queryRelated",
-  "removeItemResource",
   "removeNotification",
   "revokeToken",
   "searchCommunityUsers",
@@ -112,7 +108,6 @@ const NOT_YET_CALLED = new Set([
   "searchGroups",
   "searchUsers",
   "setUserProperties",
-  "updateItemResource",
   "updateServiceDefinition",
   "validateAppAccess",
 ]);

@@ -4,6 +4,7 @@ import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/auth/privileg
 import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
 import { USERNAME_PATTERN } from "../../src/auth/username.js";
 import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
+import { checkResourcePath, MAX_RESOURCES_PER_ITEM } from "../../src/content/item-resources.js";
 import { RELATIONSHIP_TYPES } from "../../src/content/relationship-types.js";
 import type { Db } from "../../src/db/database.js";
 import {
@@ -292,11 +293,38 @@ export async function findInvalidRows(db: Db): Promise<string[]> {
       }
     })(),
     (async () => {
-      // An item file is its data, its thumbnail, or a file of its info folder (`updateinfo`).
+      // An item file is its data, its thumbnail, a file of its info folder (`updateinfo`) or one of
+      // its resources (`addResources`).
       for (const r of await select(
-        `SELECT item_id, kind FROM item_files WHERE kind NOT IN ('data', 'thumbnail') AND kind NOT LIKE 'info/%'`,
+        `SELECT item_id, kind FROM item_files
+         WHERE kind NOT IN ('data', 'thumbnail') AND kind NOT LIKE 'info/%' AND kind NOT LIKE 'resources/%'`,
       )) {
         bad("item file kind", String(r.item_id), `kind ${short(r.kind)}`);
+      }
+    })(),
+    (async () => {
+      // A resource has when it was added and an access; other files have neither (0015). Its path
+      // passed the checks of item-resources.ts, so it never climbs out of its item.
+      for (const r of await select(
+        `SELECT item_id, kind, created, access FROM item_files
+         WHERE (kind LIKE 'resources/%' AND (created IS NULL OR access IS NULL OR access NOT IN ('inherit', 'private')))
+            OR (kind NOT LIKE 'resources/%' AND (created IS NOT NULL OR access IS NOT NULL))`,
+      )) {
+        bad("item resource", String(r.item_id), `${short(r.kind)}: created ${r.created}, access ${r.access}`);
+      }
+      for (const r of await select(`SELECT item_id, kind FROM item_files WHERE kind LIKE 'resources/%'`)) {
+        const path = String(r.kind).slice("resources/".length);
+        try {
+          checkResourcePath("resource", path);
+        } catch {
+          bad("item resource path", String(r.item_id), short(path));
+        }
+      }
+      // At most MAX_RESOURCES_PER_ITEM resources per item.
+      for (const r of await select(
+        `SELECT item_id, COUNT(*) AS n FROM item_files WHERE kind LIKE 'resources/%' GROUP BY item_id HAVING COUNT(*) > ${MAX_RESOURCES_PER_ITEM}`,
+      )) {
+        bad("item resources", String(r.item_id), `${r.n} resources`);
       }
     })(),
     (async () => {

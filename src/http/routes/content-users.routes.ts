@@ -1,7 +1,9 @@
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { MAX_INFO_FILE_BYTES } from "../../content/item-info.js";
+import { MAX_RESOURCE_BYTES, resourcePath } from "../../content/item-resources.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { relationshipTypesOf } from "../../content/relationship.service.js";
+import type { ResourceUpload } from "../../content/resource.service.js";
 import { errors } from "../../errors.js";
 import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
@@ -108,6 +110,42 @@ function relationshipKey(params: {
   if (name === undefined) throw errors.missingParameter("relationshipType");
   const [type] = relationshipTypesOf(parameter, [name]);
   return { originId: params.originItemId, destinationId: params.destinationItemId, type: type as string };
+}
+
+/**
+ * What addResources and updateResources take: a `file` of up to 50 MB, or `text` (up to 10 million
+ * characters, percent-encoded, and 50 MB once stored) named by `fileName`, in the folder
+ * `resourcesPrefix`; `access` is `inherit` (whoever sees the item) or `private`.
+ */
+const resourceParams = {
+  fileName: p.string({ maxLength: 255 }),
+  resourcesPrefix: p.string({ maxLength: 255 }),
+  text: p.string({ maxLength: 10 * 1024 * 1024 }),
+  access: p.string({ enum: ["inherit", "private"], caseInsensitive: true }),
+};
+const resourceLimits = { bodyLimit: 32 * MB, files: { file: { maxBytes: MAX_RESOURCE_BYTES } } } as const;
+
+/** The resource a request names, with its bytes when it sends some (a `file` wins over `text`). */
+function resourceUpload(
+  params: {
+    fileName?: string | undefined;
+    resourcesPrefix?: string | undefined;
+    text?: string | undefined;
+    access?: string | undefined;
+  },
+  file: UploadedFile | undefined,
+): ResourceUpload {
+  const name = params.fileName || file?.filename;
+  if (!name) throw errors.missingParameter("fileName", "'fileName' names the resource sent as 'text'.");
+  const path = resourcePath(params.fileName ? "fileName" : "file", params.resourcesPrefix || undefined, name);
+  const access = params.access?.toLowerCase() as ResourceUpload["access"];
+  if (file) return { path, source: { path: file.path }, access };
+  if (params.text === undefined) return { path, access };
+  const data = Buffer.from(params.text, "utf8");
+  if (data.length > MAX_RESOURCE_BYTES) {
+    throw errors.invalidParameter("text", `is larger than ${MAX_RESOURCE_BYTES / MB} MB once stored`);
+  }
+  return { path, source: { data }, access };
 }
 
 /**
@@ -348,6 +386,59 @@ export const contentUsersRoutes = [
         params.folderName || undefined,
       );
       return ok({ itemId: path.itemId, owner: stored.owner, folder: stored.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.addResources",
+    methods: ["POST"],
+    path: itemOp("addResources"),
+    auth: "required",
+    params: resourceParams,
+    ...resourceLimits,
+    handler: async ({ params, files, path, caller, services }) => {
+      const changed = await services.resources.add(
+        caller,
+        path.username,
+        path.itemId,
+        resourceUpload(params, files.file),
+      );
+      return ok({ itemId: path.itemId, owner: changed.owner, folder: changed.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.updateResources",
+    methods: ["POST"],
+    path: itemOp("updateResources"),
+    auth: "required",
+    params: resourceParams,
+    ...resourceLimits,
+    handler: async ({ params, files, path, caller, services }) => {
+      const changed = await services.resources.update(
+        caller,
+        path.username,
+        path.itemId,
+        resourceUpload(params, files.file),
+      );
+      return ok({ itemId: path.itemId, owner: changed.owner, folder: changed.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.removeResources",
+    methods: ["POST"],
+    path: itemOp("removeResources"),
+    auth: "required",
+    params: { resource: p.string({ maxLength: 512 }), deleteAll: p.boolean() },
+    handler: async ({ params, path, caller, services }) => {
+      if (params.deleteAll) {
+        await services.resources.remove(caller, path.username, path.itemId, { all: true });
+      } else {
+        if (!params.resource)
+          throw errors.missingParameter("resource", "Name a 'resource', or send deleteAll=true.");
+        // The path as listed: the folder and the name, checked as an added one is.
+        const resource = resourcePath("resource", undefined, params.resource.replace(/^\/+/, ""));
+        await services.resources.remove(caller, path.username, path.itemId, { path: resource });
+      }
+      return ok();
     },
   }),
   defineRoute({

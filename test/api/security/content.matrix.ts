@@ -107,6 +107,21 @@ const EXPECTED: Record<string, readonly Case[]> = {
   // updateinfo and deleteThumbnail change the item: its owner or an administrator.
   "items.updateInfo": ITEM_OWNER_OR_ADMIN,
   "items.deleteThumbnail": ITEM_OWNER_OR_ADMIN,
+  // Resources are read as the item is (private ones aside, test/api/item-resources.test.ts);
+  // changing them changes the item: its owner or an administrator.
+  "items.resources": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.resource": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.addResources": ITEM_OWNER_OR_ADMIN,
+  "items.updateResources": ITEM_OWNER_OR_ADMIN,
+  "items.removeResources": ITEM_OWNER_OR_ADMIN,
   // Relationships are added in one's own content, from an item one owns, and deleted by whoever
   // added them (ArcGIS: "Users can only delete relationships they create").
   "relationships.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
@@ -145,6 +160,26 @@ async function addMetadata(owner: Account, itemId: string): Promise<void> {
   const r = (await res.json()) as any;
   if (!r.success) throw new Error(`updateinfo: ${JSON.stringify(r)}`);
 }
+
+/** A resource of an item, added by its owner as Esri's client does (text with a fileName). */
+async function addResource(owner: Account, itemId: string): Promise<void> {
+  const r = await as(owner, `/content/users/${owner.username}/items/${itemId}/addResources`, {
+    text: "read me",
+    fileName: "readme.txt",
+    resourcesPrefix: "notes",
+  });
+  if (!r.success) throw new Error(`addResources: ${JSON.stringify(r)}`);
+}
+
+/** A fresh item (see `onFreshItem`) with a resource, `notes/readme.txt`. */
+const onItemWithResource =
+  (params: Record<string, unknown>): Setup =>
+  async (ctx) => {
+    const setup = await onFreshItem(async () => params)(ctx);
+    const owner = holder(ctx);
+    await addResource(owner, (setup.path as { itemId: string }).itemId);
+    return setup;
+  };
 
 /** Two items of `owner` related by Map2Service, added by the owner. */
 async function newRelationship(owner: Account) {
@@ -269,6 +304,22 @@ const SETUP: Record<string, Setup> = {
     check: (r) => expect(r.itemId).toBeTruthy(),
   }),
   "items.deleteThumbnail": onFreshItem(),
+  "items.resources": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    check: (r) => expect(r.resources).toEqual([expect.objectContaining({ resource: "notes/readme.txt" })]),
+  }),
+  // The template with one folder: `resources/:s1/:s2`.
+  "items.resource": async (ctx) => ({
+    ...(await readItem({ s1: "notes", s2: "readme.txt" })(ctx)),
+    variant: 1,
+  }),
+  "items.addResources": onFreshItem(async () => ({ text: "{}", fileName: "config.json" })),
+  "items.updateResources": onItemWithResource({
+    text: "changed",
+    fileName: "readme.txt",
+    resourcesPrefix: "notes",
+  }),
+  "items.removeResources": onItemWithResource({ resource: "notes/readme.txt" }),
   "relationships.add": async (ctx) => {
     const owner = holder(ctx);
     return {
@@ -333,6 +384,9 @@ export const contentArea: Area = {
     for (const n of ["member", "publisher", "admin", "owner"] as const)
       await addMetadata(acct[n], ownItem[n]);
     await addMetadata(acct.owner, orgItem);
+    for (const n of ["member", "publisher", "admin", "owner"] as const)
+      await addResource(acct[n], ownItem[n]);
+    await addResource(acct.owner, orgItem);
     // Sharing and unsharing use the callers' groups; a group's content is read from them.
     await newOwnGroups();
   },
