@@ -11,6 +11,7 @@ import { ItemService } from "./content/item.service.js";
 import { RelationshipService } from "./content/relationship.service.js";
 import { ResourceService } from "./content/resource.service.js";
 import { SharingService } from "./content/sharing.service.js";
+import { UploadService } from "./content/upload.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
@@ -39,6 +40,7 @@ export interface Services {
   comments: CommentService;
   relationships: RelationshipService;
   resources: ResourceService;
+  uploads: UploadService;
   search: SearchService;
   groups: GroupService;
   featureServices: FeatureServices;
@@ -108,6 +110,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     comments: new CommentService(db, portal, items),
     relationships: new RelationshipService(db, items),
     resources: new ResourceService(db, items),
+    uploads: new UploadService(db, items),
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups: new GroupService(db, portal, items),
     featureServices,

@@ -18,16 +18,30 @@ import { newId } from "../ids.js";
 export const FILE_CHUNK_BYTES = 1024 * 1024;
 
 /**
- * An item's data, its thumbnail, a file of its info folder (`info/<folder>/<name>`, `updateinfo`)
- * or one of its resources (`resources/<path>`, `addResources`).
+ * An item's data, its thumbnail, a file of its info folder (`info/<folder>/<name>`, `updateinfo`),
+ * one of its resources (`resources/<path>`, `addResources`), or, while its data is uploaded in
+ * parts (`addItem` with `multipart=true`), the mark of that upload (`upload`: no bytes, the name
+ * the data will have) and its parts (`parts/<00001..10000>`, `addPart`).
  */
-export type FileKind = "data" | "thumbnail" | `info/${string}` | `resources/${string}`;
+export type FileKind =
+  | "data"
+  | "thumbnail"
+  | `info/${string}`
+  | `resources/${string}`
+  | "upload"
+  | `parts/${string}`;
 
 /**
  * Where the bytes of a file to store come from: memory (`text`, a replicated copy) or a file on
  * disk (an upload the request parser spooled), which is read a chunk at a time.
  */
 export type FileSource = { data: Buffer } | { path: string };
+
+/**
+ * What `writeFile` stores: a source, or chunks already cut to `FILE_CHUNK_BYTES` (the last one
+ * shorter), as `concatenated` makes them from stored files.
+ */
+export type StoreSource = FileSource | { chunks: AsyncIterable<Buffer> };
 
 /** A stored file's row: what it is, without its bytes. */
 export interface StoredFile {
@@ -70,7 +84,11 @@ export interface ChunkedFile {
 }
 
 /** The chunks of a source in order; a file on disk is read one chunk at a time. */
-async function* chunksOf(source: FileSource): AsyncGenerator<Buffer> {
+async function* chunksOf(source: StoreSource): AsyncGenerator<Buffer> {
+  if ("chunks" in source) {
+    yield* source.chunks;
+    return;
+  }
   if ("data" in source) {
     for (let at = 0; at < source.data.length; at += FILE_CHUNK_BYTES) {
       yield source.data.subarray(at, at + FILE_CHUNK_BYTES);
@@ -107,7 +125,7 @@ export async function writeFile(
   itemId: string,
   kind: FileKind,
   meta: { name: string; contentType: string; created?: number; access?: string },
-  source: FileSource,
+  source: StoreSource,
 ): Promise<StoredFile> {
   await deleteFile(trx, itemId, kind);
   const fileId = newId();
@@ -137,7 +155,7 @@ export async function writeChunks(
   trx: Queryable,
   table: ChunkTable,
   fileId: string,
-  source: FileSource,
+  source: StoreSource,
 ): Promise<number> {
   let seq = 0;
   let size = 0;
@@ -219,6 +237,62 @@ export async function setResourceAccess(
     .where("item_id", "=", itemId)
     .where("kind", "=", kind)
     .execute();
+}
+
+/** The parts of an item's upload (`parts/...` kinds), in the order of their numbers. */
+export async function listParts(q: Queryable, itemId: string): Promise<StoredFile[]> {
+  const rows = await q
+    .selectFrom("item_files")
+    .select(["kind", "name", "content_type", "file_id", "size"])
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "parts/%")
+    .execute();
+  return rows
+    .map((r) => ({
+      itemId,
+      kind: r.kind as `parts/${string}`,
+      name: r.name,
+      contentType: r.content_type,
+      fileId: r.file_id,
+      size: Number(r.size),
+    }))
+    .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+}
+
+/** Deletes the parts of an item's upload, and its mark. */
+export async function deleteUpload(trx: Queryable, itemId: string): Promise<void> {
+  await trx
+    .deleteFrom("item_files")
+    .where("item_id", "=", itemId)
+    .where((eb) => eb.or([eb("kind", "like", "parts/%"), eb("kind", "=", "upload")]))
+    .execute();
+}
+
+/**
+ * The bytes of stored item files one after the other, cut again into chunks of `FILE_CHUNK_BYTES`
+ * (the files' own last chunks are short): the data a multipart upload's parts make, read and
+ * written a chunk at a time.
+ */
+export async function* concatenated(q: Queryable, files: readonly StoredFile[]): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let held = 0;
+  for (const file of files) {
+    for (let seq = 0; seq < chunkCount(file.size); seq++) {
+      let chunk = await readChunk(q, itemChunks(file), seq);
+      while (chunk.length > 0) {
+        const take = Math.min(FILE_CHUNK_BYTES - held, chunk.length);
+        pending.push(chunk.subarray(0, take));
+        held += take;
+        chunk = chunk.subarray(take);
+        if (held === FILE_CHUNK_BYTES) {
+          yield Buffer.concat(pending, held);
+          pending = [];
+          held = 0;
+        }
+      }
+    }
+  }
+  if (held > 0) yield Buffer.concat(pending, held);
 }
 
 /** Deletes every resource of an item; answers how many there were. */

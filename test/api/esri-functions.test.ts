@@ -70,9 +70,6 @@ const NO_PORTAL_EQUIVALENT = new Set([
  */
 const NOT_YET_CALLED = new Set([
   "acceptInvitation",
-  "addItemPart",
-  "cancelItemUpload",
-  "commitItemUpload",
   "createGroupNotification",
   "createOrgNotification",
   "declineInvitation",
@@ -81,8 +78,6 @@ const NOT_YET_CALLED = new Set([
   "exportItem",
   "fetchToken",
   "getGroupCategorySchema",
-  "getItemParts",
-  "getItemStatus",
   "getPortalSettings",
   "getServiceAdminInfo",
   "getUniqueServiceName",

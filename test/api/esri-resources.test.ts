@@ -1,9 +1,16 @@
+import { createHash } from "node:crypto";
 import {
+  addItemPart,
   addItemResource,
+  cancelItemUpload,
+  commitItemUpload,
   createItem,
   getItem,
+  getItemData,
+  getItemParts,
   getItemResource,
   getItemResources,
+  getItemStatus,
   removeItemResource,
   setItemAccess,
   updateItemResource,
@@ -141,5 +148,73 @@ describe("Esri arcgis-rest-js item resource functions", () => {
     await expect(
       addItemResource({ id, owner: owner.username, content: "x", name: "x.txt", authentication: reader }),
     ).rejects.toThrow(/GWM_0004/);
+  });
+
+  it("uploads an item's data in parts, out of order, and commits it with new details", async () => {
+    const created = await createItem({
+      item: { title: "Big table", type: "CSV" },
+      multipart: true,
+      filename: "big.csv",
+      authentication: owner,
+    });
+    expect(created).toEqual({ success: true, id: expect.any(String), folder: null });
+    const { id } = created;
+    expect(await getItemStatus({ id, authentication: owner })).toEqual({
+      itemId: id,
+      status: "partial",
+      statusMessage: "partial",
+    });
+    // Not finished: no data before the commit.
+    expect(await getItemData(id, { authentication: owner })).toBeUndefined();
+
+    // Parts that are not whole chunks of storage, so the commit has to cut them again.
+    const one = Buffer.alloc(1024 * 1024 + 300_000, "a");
+    const two = Buffer.alloc(1024 * 1024 + 7, "b");
+    const three = Buffer.from("\nlast line\n");
+    for (const [partNum, bytes] of [
+      [3, three],
+      [1, one],
+      [2, two],
+    ] as const) {
+      expect(await addItemPart({ id, partNum, file: new Blob([bytes]), authentication: owner })).toEqual({
+        success: true,
+        id,
+      });
+    }
+    expect(await getItemParts({ id, authentication: owner })).toEqual({ parts: [1, 2, 3] });
+
+    expect(
+      await commitItemUpload({ id, item: { title: "Big table, done", type: "CSV" }, authentication: owner }),
+    ).toEqual({
+      success: true,
+      id,
+    });
+    expect(await getItemStatus({ id, authentication: owner })).toMatchObject({ status: "completed" });
+    const whole = Buffer.concat([one, two, three]);
+    const data: Blob = await getItemData(id, { file: true, authentication: owner });
+    const got = Buffer.from(await data.arrayBuffer());
+    expect(got.length).toBe(whole.length);
+    expect(createHash("sha256").update(got).digest("hex")).toBe(
+      createHash("sha256").update(whole).digest("hex"),
+    );
+    const item = await getItem(id, { authentication: owner });
+    expect(item).toMatchObject({ title: "Big table, done", size: whole.length });
+    await expect(getItemParts({ id, authentication: owner })).rejects.toThrow(/no upload in parts/);
+  });
+
+  it("cancels an upload in parts: its parts go, the item stays without data", async () => {
+    const { id } = await createItem({
+      item: { title: "Abandoned", type: "CSV" },
+      multipart: true,
+      filename: "abandoned.csv",
+      authentication: owner,
+    });
+    await addItemPart({ id, partNum: 1, file: new Blob(["x,y\n"]), authentication: owner });
+    expect(await cancelItemUpload({ id, authentication: owner })).toEqual({ success: true, id });
+    expect(await getItemStatus({ id, authentication: owner })).toMatchObject({ status: "completed" });
+    expect(await getItemData(id, { authentication: owner })).toBeUndefined();
+    await expect(
+      commitItemUpload({ id, item: { title: "Abandoned", type: "CSV" }, authentication: owner }),
+    ).rejects.toThrow(/no upload in parts/);
   });
 });

@@ -293,3 +293,143 @@ describe("item resources", () => {
     expect(left).toEqual([]);
   });
 });
+
+describe("uploads in parts", () => {
+  let portal: TestPortal;
+  let alice: Who;
+  let bob: Who;
+
+  const begin = async (who: Who, params: Record<string, unknown> = {}) =>
+    portal.post(
+      `/content/users/${who.username}/addItem`,
+      { title: "Parts", type: "CSV", multipart: true, filename: "data.csv", ...params },
+      who.token,
+    );
+  const addPart = (who: Who, owner: string, id: string, partNum: string | undefined, body?: string) => {
+    const form = new FormData();
+    if (body !== undefined) form.set("file", new File([body], "blob"));
+    form.set("token", who.token);
+    form.set("f", "json");
+    const query = partNum === undefined ? "" : `?partNum=${partNum}`;
+    return fetch(`${portal.api}/content/users/${owner}/items/${id}/addPart${query}`, {
+      method: "POST",
+      body: form,
+    }).then((r) => r.json() as Promise<any>);
+  };
+  const op = (who: Who, owner: string, id: string, name: string, params: Record<string, unknown> = {}) =>
+    portal.post(`/content/users/${owner}/items/${id}/${name}`, params, who.token);
+
+  beforeAll(async () => {
+    portal = await startTestPortal();
+    alice = await portal.addUser("parts_alice");
+    bob = await portal.addUser("parts_bob");
+  });
+  afterAll(async () => {
+    await portal.stop();
+  });
+
+  it("checks multipart, filename and partNum, naming the parameter", async () => {
+    expect((await begin(alice, { filename: "" })).error.details[0]).toContain("'filename'");
+    expect((await begin(alice, { filename: "../x.csv" })).error.details[0]).toContain("'filename'");
+    expect((await begin(alice, { filename: "a/b.csv" })).error.details[0]).toContain("'filename'");
+    expect((await begin(alice, { text: "a,b" })).error.details[0]).toContain("'multipart'");
+    const { id } = await begin(alice);
+    for (const n of ["0", "10001", "x"]) {
+      expect((await addPart(alice, alice.username, id, n, "a")).error.details[0]).toContain("'partNum'");
+    }
+    expect((await addPart(alice, alice.username, id, undefined, "a")).error.details[0]).toContain(
+      "'partNum'",
+    );
+    expect((await addPart(alice, alice.username, id, "1")).error.details[0]).toContain("'file'");
+  });
+
+  it("refuses parts, commits and cancels of items with no upload under way", async () => {
+    const plain = await portal.post(
+      `/content/users/${alice.username}/addItem`,
+      { title: "Plain", type: "CSV", text: "a,b" },
+      alice.token,
+    );
+    expect((await addPart(alice, alice.username, plain.id, "1", "x")).error.message).toMatch(
+      /no upload in parts/,
+    );
+    for (const name of ["parts", "commit", "cancel"]) {
+      expect((await op(alice, alice.username, plain.id, name)).error.message).toMatch(/no upload in parts/);
+    }
+    expect(await op(alice, alice.username, plain.id, "status")).toEqual({
+      itemId: plain.id,
+      status: "completed",
+      statusMessage: "completed",
+    });
+  });
+
+  it("overwrites a part sent again, refuses an empty commit, and records only the commit as an update", async () => {
+    const { id } = await begin(alice);
+    expect((await op(alice, alice.username, id, "commit")).error.message).toMatch(/no parts/);
+    expect((await op(alice, alice.username, id, "status")).status).toBe("partial");
+    await addPart(alice, alice.username, id, "1", "first");
+    await addPart(alice, alice.username, id, "1", "a,b\n");
+    await addPart(alice, alice.username, id, "10000", "1,2\n");
+    expect(await op(alice, alice.username, id, "parts")).toEqual({ parts: [1, 10000] });
+    const before = (await outbox(portal)).filter((e) => e.object_id === id).map((e) => e.operation);
+    expect(before).toEqual(["add"]);
+    expect(await op(alice, alice.username, id, "commit", { tags: "done,csv" })).toEqual({
+      success: true,
+      id,
+    });
+    const events = (await outbox(portal)).filter((e) => e.object_id === id).map((e) => e.operation);
+    expect(events).toEqual(["add", "update"]);
+    const data = await fetch(`${portal.api}/content/items/${id}/data?token=${alice.token}`);
+    expect(data.headers.get("content-type")).toBe("text/csv");
+    expect(data.headers.get("content-disposition")).toMatch(/attachment; filename="?data\.csv/);
+    expect(await data.text()).toBe("a,b\n1,2\n");
+    expect((await portal.get(`/content/items/${id}`, {}, alice.token)).tags).toEqual(["done", "csv"]);
+    const left = await portal.portico.db.kysely
+      .selectFrom("item_files")
+      .select("kind")
+      .where("item_id", "=", id)
+      .execute();
+    expect(left).toEqual([{ kind: "data" }]);
+  });
+
+  it("lets the owner and administrators upload, not others", async () => {
+    const { id } = await begin(alice);
+    await portal.post(`/content/users/${alice.username}/items/${id}/share`, { org: true }, alice.token);
+    expect((await addPart(bob, alice.username, id, "1", "x")).error.code).toBe(403);
+    expect((await op(bob, alice.username, id, "status")).error.code).toBe(403);
+    const hidden = (await begin(alice)).id;
+    expect((await addPart(bob, alice.username, hidden, "1", "x")).error.code).toBe(400);
+    expect((await op(bob, alice.username, hidden, "parts")).error.code).toBe(400);
+    const admin = { username: "admin", token: portal.adminToken };
+    expect((await addPart(admin, alice.username, hidden, "1", "x")).success).toBe(true);
+    expect(await op(admin, alice.username, hidden, "parts")).toEqual({ parts: [1] });
+  });
+
+  it("refuses a part that would make the upload larger than 1 GB, and parts go with their item", async () => {
+    const { id } = await begin(alice);
+    // A stored part that says it holds nearly 1 GB (its bytes are not needed to count it).
+    await portal.portico.db.transaction(async (trx) => {
+      await trx
+        .insertInto("item_files")
+        .values({
+          item_id: id,
+          kind: "parts/00001",
+          name: "parts/00001",
+          content_type: "application/octet-stream",
+          file_id: `big${id}`,
+          size: 1024 * 1024 * 1024 - 2,
+        })
+        .execute();
+    });
+    expect((await addPart(alice, alice.username, id, "2", "abc")).error.details[0]).toMatch(
+      /'file'.*1024 MB/,
+    );
+    expect((await addPart(alice, alice.username, id, "2", "ab")).success).toBe(true);
+    await op(alice, alice.username, id, "delete");
+    const left = await portal.portico.db.kysely
+      .selectFrom("item_files")
+      .select("kind")
+      .where("item_id", "=", id)
+      .execute();
+    expect(left).toEqual([]);
+  });
+});

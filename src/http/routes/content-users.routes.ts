@@ -4,6 +4,7 @@ import { MAX_RESOURCE_BYTES, resourcePath } from "../../content/item-resources.j
 import { itemSpecs } from "../../content/item-specs.js";
 import { relationshipTypesOf } from "../../content/relationship.service.js";
 import type { ResourceUpload } from "../../content/resource.service.js";
+import { MAX_PART_BYTES, MAX_PART_NUMBER } from "../../content/upload.service.js";
 import { errors } from "../../errors.js";
 import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
@@ -199,10 +200,30 @@ export const contentUsersRoutes = [
       ...itemParams,
       title: { ...itemParams.title, required: true as const },
       type: { ...itemParams.type, required: true as const },
+      // The data comes later, in parts (addPart, commit), named `filename`.
+      multipart: p.boolean(),
+      filename: p.string({ maxLength: 255 }),
     },
     ...itemLimits,
-    handler: async ({ params, files, path, caller, services }) =>
-      ok(await services.items.add(caller, path.username, path.folderId, itemFields(params, files))),
+    handler: async ({ params, files, path, caller, services }) => {
+      const fields = itemFields(params, files);
+      if (params.multipart) {
+        if (!params.filename) {
+          throw errors.missingParameter("filename", "'filename' is required with multipart=true.");
+        }
+        if (fields.data || fields.text !== undefined) {
+          throw errors.invalidParameter(
+            "multipart",
+            "cannot be true with a 'file' or 'text': the data comes in parts",
+          );
+        }
+        // The name the data will have, checked as a resource's name is (no folders).
+        if (params.filename.includes("/")) throw errors.invalidParameter("filename", "must not contain '/'");
+        resourcePath("filename", undefined, params.filename);
+        fields.multipartFilename = params.filename;
+      }
+      return ok(await services.items.add(caller, path.username, path.folderId, fields));
+    },
   }),
   defineRoute({
     name: "items.update",
@@ -440,6 +461,81 @@ export const contentUsersRoutes = [
       }
       return ok();
     },
+  }),
+  defineRoute({
+    name: "items.addPart",
+    methods: ["POST"],
+    path: itemOp("addPart"),
+    auth: "required",
+    // Esri's client sends partNum in the query string, the file in the body.
+    params: { partNum: p.integer({ required: true, min: 1, max: MAX_PART_NUMBER }) },
+    files: { file: { maxBytes: MAX_PART_BYTES } },
+    handler: async ({ params, files, path, caller, services }) => {
+      const file = files.file;
+      if (!file) throw errors.missingParameter("file", "'file' is required, uploaded as a multipart file.");
+      await services.uploads.addPart(caller, path.username, path.itemId, params.partNum, {
+        path: file.path,
+        size: file.size,
+      });
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.parts",
+    methods: ["GET", "POST"],
+    path: itemOp("parts"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => ({
+      parts: await services.uploads.parts(caller, path.username, path.itemId),
+    }),
+  }),
+  defineRoute({
+    name: "items.commit",
+    methods: ["POST"],
+    path: itemOp("commit"),
+    auth: "required",
+    // The item's details may come with the commit (Esri's client sends its `item`).
+    params: { ...itemSpecs },
+    handler: async ({ params, path, caller, services }) => {
+      await services.uploads.commit(caller, path.username, path.itemId, {
+        title: params.title,
+        typeKeywords: params.typeKeywords,
+        description: params.description,
+        snippet: params.snippet,
+        tags: params.tags,
+        url: params.url,
+        properties: params.properties,
+      });
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.cancel",
+    methods: ["POST"],
+    path: itemOp("cancel"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      await services.uploads.cancel(caller, path.username, path.itemId);
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.status",
+    methods: ["GET", "POST"],
+    path: itemOp("status"),
+    auth: "required",
+    // portico runs no job in the background: a job asked for by id has finished.
+    params: {
+      jobType: p.string({
+        enum: ["publish", "generateFeatures", "export", "createService"],
+        caseInsensitive: true,
+      }),
+      jobId: p.string({ maxLength: 64 }),
+    },
+    handler: async ({ path, caller, services }) =>
+      services.uploads.status(caller, path.username, path.itemId),
   }),
   defineRoute({
     name: "items.deleteThumbnail",

@@ -122,6 +122,12 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "items.addResources": ITEM_OWNER_OR_ADMIN,
   "items.updateResources": ITEM_OWNER_OR_ADMIN,
   "items.removeResources": ITEM_OWNER_OR_ADMIN,
+  // An upload in parts is the item's owner's or an administrator's, status included (ArcGIS).
+  "items.addPart": ITEM_OWNER_OR_ADMIN,
+  "items.parts": ITEM_OWNER_OR_ADMIN,
+  "items.commit": ITEM_OWNER_OR_ADMIN,
+  "items.cancel": ITEM_OWNER_OR_ADMIN,
+  "items.status": ITEM_OWNER_OR_ADMIN,
   // Relationships are added in one's own content, from an item one owns, and deleted by whoever
   // added them (ArcGIS: "Users can only delete relationships they create").
   "relationships.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
@@ -179,6 +185,41 @@ const onItemWithResource =
     const owner = holder(ctx);
     await addResource(owner, (setup.path as { itemId: string }).itemId);
     return setup;
+  };
+
+/**
+ * A fresh item of the target's owner added with `multipart=true` (shared as `freshItem` says),
+ * with part 1 stored when `withPart`, and the parameters of the call on it.
+ */
+const onUploadingItem =
+  (withPart: boolean, params: Record<string, unknown> = {}): Setup =>
+  async (ctx) => {
+    const owner = holder(ctx);
+    const r = await as(owner, `/content/users/${owner.username}/addItem`, {
+      title: `Uploading ${uid()}`,
+      type: "CSV",
+      multipart: true,
+      filename: "data.csv",
+    });
+    if (!r.success) throw new Error(`addItem: ${JSON.stringify(r)}`);
+    if (ctx.on === "other")
+      await as(owner, `/content/users/${owner.username}/items/${r.id}/share`, { org: true });
+    if (withPart) {
+      const body = new FormData();
+      body.append("f", "json");
+      body.append("token", owner.token);
+      body.append("file", new Blob(["a,b\n"]), "part");
+      const res = await fetch(
+        `${portal.api}/content/users/${owner.username}/items/${r.id}/addPart?partNum=1`,
+        {
+          method: "POST",
+          body,
+        },
+      );
+      const added = (await res.json()) as any;
+      if (!added.success) throw new Error(`addPart: ${JSON.stringify(added)}`);
+    }
+    return { path: { username: owner.username, itemId: r.id as string }, params };
   };
 
 /** Two items of `owner` related by Map2Service, added by the owner. */
@@ -320,6 +361,21 @@ const SETUP: Record<string, Setup> = {
     resourcesPrefix: "notes",
   }),
   "items.removeResources": onItemWithResource({ resource: "notes/readme.txt" }),
+  "items.addPart": async (ctx) => ({
+    ...(await onUploadingItem(false, { partNum: 1 })(ctx)),
+    files: { file: { name: "part", type: "application/octet-stream", bytes: Buffer.from("a,b\n") } },
+    check: (r) => expect(r.id).toBeTruthy(),
+  }),
+  "items.parts": async (ctx) => ({
+    ...(await onUploadingItem(true)(ctx)),
+    check: (r) => expect(r.parts).toEqual([1]),
+  }),
+  "items.commit": onUploadingItem(true),
+  "items.cancel": onUploadingItem(true),
+  "items.status": async (ctx) => ({
+    ...(await onUploadingItem(false)(ctx)),
+    check: (r) => expect(r.status).toBe("partial"),
+  }),
   "relationships.add": async (ctx) => {
     const owner = holder(ctx);
     return {
