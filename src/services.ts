@@ -9,7 +9,9 @@ import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { RelationshipService } from "./content/relationship.service.js";
+import { ResourceService } from "./content/resource.service.js";
 import { SharingService } from "./content/sharing.service.js";
+import { UploadService } from "./content/upload.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
@@ -37,6 +39,8 @@ export interface Services {
   sharing: SharingService;
   comments: CommentService;
   relationships: RelationshipService;
+  resources: ResourceService;
+  uploads: UploadService;
   search: SearchService;
   groups: GroupService;
   featureServices: FeatureServices;
@@ -106,6 +110,8 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
     relationships: new RelationshipService(db, items),
+    resources: new ResourceService(db, items),
+    uploads: new UploadService(db, items),
     search: new SearchService(db, portal, items, options.searchTimeoutMs),
     groups,
     featureServices,

@@ -85,6 +85,11 @@ export interface ItemFields {
   /** The item's data sent as the `text` parameter: stored as `data.json` when it parses as JSON. */
   text?: string | undefined;
   thumbnail?: ItemFile | undefined;
+  /**
+   * `addItem` with `multipart=true`: the name of the data to come in parts (`addPart`, `commit`);
+   * the item has no data until then.
+   */
+  multipartFilename?: string | undefined;
 }
 
 /**
@@ -310,33 +315,50 @@ export class ItemService {
     const now = Date.now();
     await this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
-      const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
-      const dataSize = await this.storeFiles(trx, id, fields);
-      await updateItem(trx, id, {
-        ...(fields.title !== undefined ? { title: fields.title } : {}),
-        ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
-        ...(fields.description !== undefined || cleared.includes("description")
-          ? { description: fields.description ?? "" }
-          : {}),
-        ...(fields.snippet !== undefined || cleared.includes("snippet")
-          ? { snippet: fields.snippet ?? "" }
-          : {}),
-        ...(tags !== undefined ? { tags: JSON.stringify(tags) } : {}),
-        ...(fields.url !== undefined || cleared.includes("url") ? { url: fields.url ?? null } : {}),
-        ...(fields.properties !== undefined || cleared.includes("properties")
-          ? { properties: fields.properties ? JSON.stringify(fields.properties) : null }
-          : {}),
-        ...(dataSize !== undefined ? { size: dataSize } : {}),
-        ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
-        modified: Math.max(now, row.modified + 1),
-      });
-      if (tags !== undefined) await replaceTags(trx, id, tags);
-      await recordEvent(
-        trx,
-        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
-        now,
-      );
+      await this.applyUpdate(trx, caller, row, fields, cleared, now);
     });
+  }
+
+  /**
+   * Writes an update of an item the caller may change (`row`, loaded in `trx`): its fields, its
+   * files, its `modified`, and its `update` event, so that a change that updates an item along
+   * with more (a multipart upload's commit) commits as one. Thumbnails are the caller's to check.
+   */
+  async applyUpdate(
+    trx: Trx,
+    caller: Caller | null,
+    row: ItemRow,
+    fields: ItemFields,
+    cleared: string[],
+    now: number,
+  ): Promise<void> {
+    const id = row.id;
+    const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
+    const dataSize = await this.storeFiles(trx, id, fields);
+    await updateItem(trx, id, {
+      ...(fields.title !== undefined ? { title: fields.title } : {}),
+      ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
+      ...(fields.description !== undefined || cleared.includes("description")
+        ? { description: fields.description ?? "" }
+        : {}),
+      ...(fields.snippet !== undefined || cleared.includes("snippet")
+        ? { snippet: fields.snippet ?? "" }
+        : {}),
+      ...(tags !== undefined ? { tags: JSON.stringify(tags) } : {}),
+      ...(fields.url !== undefined || cleared.includes("url") ? { url: fields.url ?? null } : {}),
+      ...(fields.properties !== undefined || cleared.includes("properties")
+        ? { properties: fields.properties ? JSON.stringify(fields.properties) : null }
+        : {}),
+      ...(dataSize !== undefined ? { size: dataSize } : {}),
+      ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
+      modified: Math.max(now, row.modified + 1),
+    });
+    if (tags !== undefined) await replaceTags(trx, id, tags);
+    await recordEvent(
+      trx,
+      { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+      now,
+    );
   }
 
   async delete(caller: Caller | null, username: string, id: string): Promise<void> {
@@ -613,6 +635,16 @@ export class ItemService {
         data,
       );
       dataSize = stored.size;
+    }
+    if (fields.multipartFilename !== undefined) {
+      // The mark of an upload in parts: no bytes, the name the data will have (upload.service.ts).
+      await writeFile(
+        trx,
+        id,
+        "upload",
+        { name: fields.multipartFilename, contentType: "application/octet-stream" },
+        { data: Buffer.alloc(0) },
+      );
     }
     if (fields.thumbnail) {
       // Stored with the type its bytes say, never the one the upload claimed.

@@ -15,6 +15,7 @@ import * as m0010 from "./migrations/0010-feature-layers.js";
 import * as m0011 from "./migrations/0011-feature-attachments.js";
 import * as m0012 from "./migrations/0012-group-applications.js";
 import * as m0013 from "./migrations/0013-item-relationships.js";
+import * as m0015 from "./migrations/0015-item-resources.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -35,6 +36,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0011-feature-attachments": m0011,
   "0012-group-applications": m0012,
   "0013-item-relationships": m0013,
+  "0015-item-resources": m0015,
 };
 
 /** Every migration this version knows, in order. */

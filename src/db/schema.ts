@@ -209,7 +209,10 @@ export interface ItemSearchDocTable {
 
 export interface ItemFileTable {
   item_id: string;
-  /** data | thumbnail | metadata | info/<path> (files of the item's info folder, `updateinfo`) */
+  /**
+   * data | thumbnail | info/<path> (files of the item's info folder, `updateinfo`) |
+   * resources/<path> (the item's resources, `addResources`)
+   */
   kind: string;
   name: string;
   content_type: string;
@@ -217,6 +220,10 @@ export interface ItemFileTable {
   file_id: string;
   /** Bytes in all its chunks. */
   size: number;
+  /** When a resource (`resources/<path>`) was added; null for other kinds (0015). */
+  created: number | null;
+  /** A resource's access, `inherit` or `private`; null for other kinds (0015). */
+  access: string | null;
 }
 
 /** A file's bytes in pieces of `FILE_CHUNK_BYTES` (the last one shorter), `seq` from 0 (0007). */

@@ -69,10 +69,6 @@ const NO_PORTAL_EQUIVALENT = new Set([
  * today or works but is not yet checked through Esri's client.
  */
 const NOT_YET_CALLED = new Set([
-  "addItemPart",
-  "addItemResource",
-  "cancelItemUpload",
-  "commitItemUpload",
   "createGroupNotification",
   "createOrgNotification",
   "decodeValues",
@@ -80,10 +76,6 @@ const NOT_YET_CALLED = new Set([
   "exportItem",
   "fetchToken",
   "getGroupCategorySchema",
-  "getItemParts",
-  "getItemResource",
-  "getItemResources",
-  "getItemStatus",
   "getPortalSettings",
   "getServiceAdminInfo",
   "getUniqueServiceName",
@@ -92,14 +84,12 @@ const NOT_YET_CALLED = new Set([
   "platformSelf",
   "queryPbfAsGeoJSONOrArcGIS",
   "queryRelated",
-  "removeItemResource",
   "removeNotification",
   "revokeToken",
   "searchCommunityUsers",
   "searchGroupContent",
   "searchGroups",
   "searchUsers",
-  "updateItemResource",
   "updateServiceDefinition",
   "validateAppAccess",
 ]);

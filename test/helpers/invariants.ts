@@ -4,7 +4,9 @@ import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/auth/privileg
 import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
 import { USERNAME_PATTERN } from "../../src/auth/username.js";
 import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
+import { checkResourcePath, MAX_RESOURCES_PER_ITEM } from "../../src/content/item-resources.js";
 import { RELATIONSHIP_TYPES } from "../../src/content/relationship-types.js";
+import { MAX_PART_NUMBER } from "../../src/content/upload.service.js";
 import type { Db } from "../../src/db/database.js";
 import {
   addToDefinitionSchema,
@@ -164,7 +166,7 @@ const NO_NUL: readonly [string, readonly string[]][] = [
   ["roles", ["name", "description"]],
   ["folders", ["title"]],
   ["items", ["title", "type", "description", "snippet", "url"]],
-  ["item_files", ["name", "content_type"]],
+  ["item_files", ["kind", "name", "content_type", "access"]],
   ["feature_attachments", ["name", "content_type", "keywords"]],
   ["groups", ["title", "description", "snippet"]],
   ["comments", ["comment"]],
@@ -294,11 +296,57 @@ export async function findInvalidRows(db: Db): Promise<string[]> {
       }
     })(),
     (async () => {
-      // An item file is its data, its thumbnail, or a file of its info folder (`updateinfo`).
+      // An item file is its data, its thumbnail, a file of its info folder (`updateinfo`), one of
+      // its resources (`addResources`), or the mark and the parts of an upload in parts.
       for (const r of await select(
-        `SELECT item_id, kind FROM item_files WHERE kind NOT IN ('data', 'thumbnail') AND kind NOT LIKE 'info/%'`,
+        `SELECT item_id, kind FROM item_files
+         WHERE kind NOT IN ('data', 'thumbnail', 'upload') AND kind NOT LIKE 'info/%'
+           AND kind NOT LIKE 'resources/%' AND kind NOT LIKE 'parts/%'`,
       )) {
         bad("item file kind", String(r.item_id), `kind ${short(r.kind)}`);
+      }
+      // Parts belong to an upload under way (its mark, which holds no bytes); numbers 1 to 10,000.
+      for (const r of await select(
+        `SELECT p.item_id, p.kind FROM item_files p WHERE p.kind LIKE 'parts/%'
+         AND NOT EXISTS (SELECT 1 FROM item_files u WHERE u.item_id = p.item_id AND u.kind = 'upload')`,
+      )) {
+        bad("item upload part", String(r.item_id), `${short(r.kind)} without an upload under way`);
+      }
+      for (const r of await select(`SELECT item_id, kind FROM item_files WHERE kind LIKE 'parts/%'`)) {
+        const n = Number(String(r.kind).slice("parts/".length));
+        if (!/^parts\/\d{5}$/.test(String(r.kind)) || n < 1 || n > MAX_PART_NUMBER) {
+          bad("item upload part", String(r.item_id), `kind ${short(r.kind)}`);
+        }
+      }
+      for (const r of await select(
+        `SELECT item_id, size FROM item_files WHERE kind = 'upload' AND size <> 0`,
+      )) {
+        bad("item upload mark", String(r.item_id), `holds ${r.size} bytes`);
+      }
+    })(),
+    (async () => {
+      // A resource has when it was added and an access; other files have neither (0015). Its path
+      // passed the checks of item-resources.ts, so it never climbs out of its item.
+      for (const r of await select(
+        `SELECT item_id, kind, created, access FROM item_files
+         WHERE (kind LIKE 'resources/%' AND (created IS NULL OR access IS NULL OR access NOT IN ('inherit', 'private')))
+            OR (kind NOT LIKE 'resources/%' AND (created IS NOT NULL OR access IS NOT NULL))`,
+      )) {
+        bad("item resource", String(r.item_id), `${short(r.kind)}: created ${r.created}, access ${r.access}`);
+      }
+      for (const r of await select(`SELECT item_id, kind FROM item_files WHERE kind LIKE 'resources/%'`)) {
+        const path = String(r.kind).slice("resources/".length);
+        try {
+          checkResourcePath("resource", path);
+        } catch {
+          bad("item resource path", String(r.item_id), short(path));
+        }
+      }
+      // At most MAX_RESOURCES_PER_ITEM resources per item.
+      for (const r of await select(
+        `SELECT item_id, COUNT(*) AS n FROM item_files WHERE kind LIKE 'resources/%' GROUP BY item_id HAVING COUNT(*) > ${MAX_RESOURCES_PER_ITEM}`,
+      )) {
+        bad("item resources", String(r.item_id), `${r.n} resources`);
       }
     })(),
     (async () => {

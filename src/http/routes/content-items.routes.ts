@@ -1,6 +1,7 @@
 import { servedType } from "../../content/file-types.js";
 import type { ItemFileDownload } from "../../content/item.service.js";
 import { ITEM_INFO_XML } from "../../content/item-info.js";
+import { checkResourcePath, MAX_RESOURCES_PER_ITEM } from "../../content/item-resources.js";
 import { relationshipTypesOf } from "../../content/relationship.service.js";
 import { errors } from "../../errors.js";
 import { pageOf, pagingParams } from "../../validation/paging.js";
@@ -144,6 +145,48 @@ export const contentItemsRoutes = [
         params.sortOrder === "desc" ? "desc" : "asc",
         pageOf(params),
       );
+    },
+  }),
+  defineRoute({
+    name: "items.resources",
+    methods: ["GET", "POST"],
+    path: "/content/items/:itemId/resources",
+    auth: "optional",
+    params: {
+      start: p.integer({ min: 1 }),
+      // Esri's client asks for 1,000 (getItemResources): every resource an item may hold.
+      num: p.integer({ min: 1, max: MAX_RESOURCES_PER_ITEM }),
+      sortField: p.string({ enum: ["resource", "size", "created"], caseInsensitive: true }),
+      sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.resources.list(
+        caller,
+        path.itemId,
+        (params.sortField?.toLowerCase() ?? "resource") as "resource" | "size" | "created",
+        params.sortOrder?.toLowerCase() === "desc",
+        pageOf(params),
+      ),
+  }),
+  defineRoute({
+    name: "items.resource",
+    // Esri's client (getItemResource) asks with POST unless told otherwise.
+    methods: ["GET", "POST"],
+    // A resource in up to four folders: one template per depth keeps every segment a parameter.
+    path: [
+      "/content/items/:itemId/resources/:s1",
+      "/content/items/:itemId/resources/:s1/:s2",
+      "/content/items/:itemId/resources/:s1/:s2/:s3",
+      "/content/items/:itemId/resources/:s1/:s2/:s3/:s4",
+      "/content/items/:itemId/resources/:s1/:s2/:s3/:s4/:s5",
+    ],
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      const resource = [path.s1, path.s2, path.s3, path.s4, path.s5].filter((s) => s !== undefined).join("/");
+      // Segments arrive decoded: an encoded '/' or '..' is checked as the whole path.
+      checkResourcePath("resource", resource);
+      return fileAnswer(await services.resources.file(caller, path.itemId, resource));
     },
   }),
   defineRoute({

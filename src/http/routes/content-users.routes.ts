@@ -1,7 +1,10 @@
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
 import { MAX_INFO_FILE_BYTES } from "../../content/item-info.js";
+import { MAX_RESOURCE_BYTES, resourcePath } from "../../content/item-resources.js";
 import { itemSpecs } from "../../content/item-specs.js";
 import { relationshipTypesOf } from "../../content/relationship.service.js";
+import type { ResourceUpload } from "../../content/resource.service.js";
+import { MAX_PART_BYTES, MAX_PART_NUMBER } from "../../content/upload.service.js";
 import { errors } from "../../errors.js";
 import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
@@ -111,6 +114,42 @@ function relationshipKey(params: {
 }
 
 /**
+ * What addResources and updateResources take: a `file` of up to 50 MB, or `text` (up to 10 million
+ * characters, percent-encoded, and 50 MB once stored) named by `fileName`, in the folder
+ * `resourcesPrefix`; `access` is `inherit` (whoever sees the item) or `private`.
+ */
+const resourceParams = {
+  fileName: p.string({ maxLength: 255 }),
+  resourcesPrefix: p.string({ maxLength: 255 }),
+  text: p.string({ maxLength: 10 * 1024 * 1024 }),
+  access: p.string({ enum: ["inherit", "private"], caseInsensitive: true }),
+};
+const resourceLimits = { bodyLimit: 32 * MB, files: { file: { maxBytes: MAX_RESOURCE_BYTES } } } as const;
+
+/** The resource a request names, with its bytes when it sends some (a `file` wins over `text`). */
+function resourceUpload(
+  params: {
+    fileName?: string | undefined;
+    resourcesPrefix?: string | undefined;
+    text?: string | undefined;
+    access?: string | undefined;
+  },
+  file: UploadedFile | undefined,
+): ResourceUpload {
+  const name = params.fileName || file?.filename;
+  if (!name) throw errors.missingParameter("fileName", "'fileName' names the resource sent as 'text'.");
+  const path = resourcePath(params.fileName ? "fileName" : "file", params.resourcesPrefix || undefined, name);
+  const access = params.access?.toLowerCase() as ResourceUpload["access"];
+  if (file) return { path, source: { path: file.path }, access };
+  if (params.text === undefined) return { path, access };
+  const data = Buffer.from(params.text, "utf8");
+  if (data.length > MAX_RESOURCE_BYTES) {
+    throw errors.invalidParameter("text", `is larger than ${MAX_RESOURCE_BYTES / MB} MB once stored`);
+  }
+  return { path, source: { data }, access };
+}
+
+/**
  * Operations ArcGIS answers below `content/users/<u>` that portico does not (yet): a path naming
  * one is an unknown operation ("Invalid URL"), not a folder of that name. The implemented ones
  * are routes of their own, which the router prefers to the folder's.
@@ -161,10 +200,30 @@ export const contentUsersRoutes = [
       ...itemParams,
       title: { ...itemParams.title, required: true as const },
       type: { ...itemParams.type, required: true as const },
+      // The data comes later, in parts (addPart, commit), named `filename`.
+      multipart: p.boolean(),
+      filename: p.string({ maxLength: 255 }),
     },
     ...itemLimits,
-    handler: async ({ params, files, path, caller, services }) =>
-      ok(await services.items.add(caller, path.username, path.folderId, itemFields(params, files))),
+    handler: async ({ params, files, path, caller, services }) => {
+      const fields = itemFields(params, files);
+      if (params.multipart) {
+        if (!params.filename) {
+          throw errors.missingParameter("filename", "'filename' is required with multipart=true.");
+        }
+        if (fields.data || fields.text !== undefined) {
+          throw errors.invalidParameter(
+            "multipart",
+            "cannot be true with a 'file' or 'text': the data comes in parts",
+          );
+        }
+        // The name the data will have, checked as a resource's name is (no folders).
+        if (params.filename.includes("/")) throw errors.invalidParameter("filename", "must not contain '/'");
+        resourcePath("filename", undefined, params.filename);
+        fields.multipartFilename = params.filename;
+      }
+      return ok(await services.items.add(caller, path.username, path.folderId, fields));
+    },
   }),
   defineRoute({
     name: "items.update",
@@ -349,6 +408,134 @@ export const contentUsersRoutes = [
       );
       return ok({ itemId: path.itemId, owner: stored.owner, folder: stored.folder });
     },
+  }),
+  defineRoute({
+    name: "items.addResources",
+    methods: ["POST"],
+    path: itemOp("addResources"),
+    auth: "required",
+    params: resourceParams,
+    ...resourceLimits,
+    handler: async ({ params, files, path, caller, services }) => {
+      const changed = await services.resources.add(
+        caller,
+        path.username,
+        path.itemId,
+        resourceUpload(params, files.file),
+      );
+      return ok({ itemId: path.itemId, owner: changed.owner, folder: changed.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.updateResources",
+    methods: ["POST"],
+    path: itemOp("updateResources"),
+    auth: "required",
+    params: resourceParams,
+    ...resourceLimits,
+    handler: async ({ params, files, path, caller, services }) => {
+      const changed = await services.resources.update(
+        caller,
+        path.username,
+        path.itemId,
+        resourceUpload(params, files.file),
+      );
+      return ok({ itemId: path.itemId, owner: changed.owner, folder: changed.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.removeResources",
+    methods: ["POST"],
+    path: itemOp("removeResources"),
+    auth: "required",
+    params: { resource: p.string({ maxLength: 512 }), deleteAll: p.boolean() },
+    handler: async ({ params, path, caller, services }) => {
+      if (params.deleteAll) {
+        await services.resources.remove(caller, path.username, path.itemId, { all: true });
+      } else {
+        if (!params.resource)
+          throw errors.missingParameter("resource", "Name a 'resource', or send deleteAll=true.");
+        // The path as listed: the folder and the name, checked as an added one is.
+        const resource = resourcePath("resource", undefined, params.resource.replace(/^\/+/, ""));
+        await services.resources.remove(caller, path.username, path.itemId, { path: resource });
+      }
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "items.addPart",
+    methods: ["POST"],
+    path: itemOp("addPart"),
+    auth: "required",
+    // Esri's client sends partNum in the query string, the file in the body.
+    params: { partNum: p.integer({ required: true, min: 1, max: MAX_PART_NUMBER }) },
+    files: { file: { maxBytes: MAX_PART_BYTES } },
+    handler: async ({ params, files, path, caller, services }) => {
+      const file = files.file;
+      if (!file) throw errors.missingParameter("file", "'file' is required, uploaded as a multipart file.");
+      await services.uploads.addPart(caller, path.username, path.itemId, params.partNum, {
+        path: file.path,
+        size: file.size,
+      });
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.parts",
+    methods: ["GET", "POST"],
+    path: itemOp("parts"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => ({
+      parts: await services.uploads.parts(caller, path.username, path.itemId),
+    }),
+  }),
+  defineRoute({
+    name: "items.commit",
+    methods: ["POST"],
+    path: itemOp("commit"),
+    auth: "required",
+    // The item's details may come with the commit (Esri's client sends its `item`).
+    params: { ...itemSpecs },
+    handler: async ({ params, path, caller, services }) => {
+      await services.uploads.commit(caller, path.username, path.itemId, {
+        title: params.title,
+        typeKeywords: params.typeKeywords,
+        description: params.description,
+        snippet: params.snippet,
+        tags: params.tags,
+        url: params.url,
+        properties: params.properties,
+      });
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.cancel",
+    methods: ["POST"],
+    path: itemOp("cancel"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      await services.uploads.cancel(caller, path.username, path.itemId);
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.status",
+    methods: ["GET", "POST"],
+    path: itemOp("status"),
+    auth: "required",
+    // portico runs no job in the background: a job asked for by id has finished.
+    params: {
+      jobType: p.string({
+        enum: ["publish", "generateFeatures", "export", "createService"],
+        caseInsensitive: true,
+      }),
+      jobId: p.string({ maxLength: 64 }),
+    },
+    handler: async ({ path, caller, services }) =>
+      services.uploads.status(caller, path.username, path.itemId),
   }),
   defineRoute({
     name: "items.deleteThumbnail",

@@ -119,6 +119,27 @@ const EXPECTED: Record<string, readonly Case[]> = {
   // updateinfo and deleteThumbnail change the item: its owner or an administrator.
   "items.updateInfo": ITEM_OWNER_OR_ADMIN,
   "items.deleteThumbnail": ITEM_OWNER_OR_ADMIN,
+  // Resources are read as the item is (private ones aside, test/api/item-resources.test.ts);
+  // changing them changes the item: its owner or an administrator.
+  "items.resources": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.resource": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.addResources": ITEM_OWNER_OR_ADMIN,
+  "items.updateResources": ITEM_OWNER_OR_ADMIN,
+  "items.removeResources": ITEM_OWNER_OR_ADMIN,
+  // An upload in parts is the item's owner's or an administrator's, status included (ArcGIS).
+  "items.addPart": ITEM_OWNER_OR_ADMIN,
+  "items.parts": ITEM_OWNER_OR_ADMIN,
+  "items.commit": ITEM_OWNER_OR_ADMIN,
+  "items.cancel": ITEM_OWNER_OR_ADMIN,
+  "items.status": ITEM_OWNER_OR_ADMIN,
   // Relationships are added in one's own content, from an item one owns, and deleted by whoever
   // added them (ArcGIS: "Users can only delete relationships they create").
   "relationships.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
@@ -157,6 +178,61 @@ async function addMetadata(owner: Account, itemId: string): Promise<void> {
   const r = (await res.json()) as any;
   if (!r.success) throw new Error(`updateinfo: ${JSON.stringify(r)}`);
 }
+
+/** A resource of an item, added by its owner as Esri's client does (text with a fileName). */
+async function addResource(owner: Account, itemId: string): Promise<void> {
+  const r = await as(owner, `/content/users/${owner.username}/items/${itemId}/addResources`, {
+    text: "read me",
+    fileName: "readme.txt",
+    resourcesPrefix: "notes",
+  });
+  if (!r.success) throw new Error(`addResources: ${JSON.stringify(r)}`);
+}
+
+/** A fresh item (see `onFreshItem`) with a resource, `notes/readme.txt`. */
+const onItemWithResource =
+  (params: Record<string, unknown>): Setup =>
+  async (ctx) => {
+    const setup = await onFreshItem(async () => params)(ctx);
+    const owner = holder(ctx);
+    await addResource(owner, (setup.path as { itemId: string }).itemId);
+    return setup;
+  };
+
+/**
+ * A fresh item of the target's owner added with `multipart=true` (shared as `freshItem` says),
+ * with part 1 stored when `withPart`, and the parameters of the call on it.
+ */
+const onUploadingItem =
+  (withPart: boolean, params: Record<string, unknown> = {}): Setup =>
+  async (ctx) => {
+    const owner = holder(ctx);
+    const r = await as(owner, `/content/users/${owner.username}/addItem`, {
+      title: `Uploading ${uid()}`,
+      type: "CSV",
+      multipart: true,
+      filename: "data.csv",
+    });
+    if (!r.success) throw new Error(`addItem: ${JSON.stringify(r)}`);
+    if (ctx.on === "other")
+      await as(owner, `/content/users/${owner.username}/items/${r.id}/share`, { org: true });
+    if (withPart) {
+      const body = new FormData();
+      body.append("f", "json");
+      body.append("token", owner.token);
+      body.append("file", new Blob(["a,b\n"]), "part");
+      const res = await fetch(
+        `${portal.api}/content/users/${owner.username}/items/${r.id}/addPart?partNum=1`,
+        {
+          method: "POST",
+          body,
+        },
+      );
+      const added = (await res.json()) as any;
+      if (!added.success) throw new Error(`addPart: ${JSON.stringify(added)}`);
+    }
+    return { path: { username: owner.username, itemId: r.id as string }, params };
+  };
 
 /** Two items of `owner` related by Map2Service, added by the owner. */
 async function newRelationship(owner: Account) {
@@ -312,6 +388,37 @@ const SETUP: Record<string, Setup> = {
     check: (r) => expect(r.itemId).toBeTruthy(),
   }),
   "items.deleteThumbnail": onFreshItem(),
+  "items.resources": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    check: (r) => expect(r.resources).toEqual([expect.objectContaining({ resource: "notes/readme.txt" })]),
+  }),
+  // The template with one folder: `resources/:s1/:s2`.
+  "items.resource": async (ctx) => ({
+    ...(await readItem({ s1: "notes", s2: "readme.txt" })(ctx)),
+    variant: 1,
+  }),
+  "items.addResources": onFreshItem(async () => ({ text: "{}", fileName: "config.json" })),
+  "items.updateResources": onItemWithResource({
+    text: "changed",
+    fileName: "readme.txt",
+    resourcesPrefix: "notes",
+  }),
+  "items.removeResources": onItemWithResource({ resource: "notes/readme.txt" }),
+  "items.addPart": async (ctx) => ({
+    ...(await onUploadingItem(false, { partNum: 1 })(ctx)),
+    files: { file: { name: "part", type: "application/octet-stream", bytes: Buffer.from("a,b\n") } },
+    check: (r) => expect(r.id).toBeTruthy(),
+  }),
+  "items.parts": async (ctx) => ({
+    ...(await onUploadingItem(true)(ctx)),
+    check: (r) => expect(r.parts).toEqual([1]),
+  }),
+  "items.commit": onUploadingItem(true),
+  "items.cancel": onUploadingItem(true),
+  "items.status": async (ctx) => ({
+    ...(await onUploadingItem(false)(ctx)),
+    check: (r) => expect(r.status).toBe("partial"),
+  }),
   "relationships.add": async (ctx) => {
     const owner = holder(ctx);
     return {
@@ -376,6 +483,9 @@ export const contentArea: Area = {
     for (const n of ["member", "publisher", "admin", "owner"] as const)
       await addMetadata(acct[n], ownItem[n]);
     await addMetadata(acct.owner, orgItem);
+    for (const n of ["member", "publisher", "admin", "owner"] as const)
+      await addResource(acct[n], ownItem[n]);
+    await addResource(acct.owner, orgItem);
     // Sharing and unsharing use the callers' groups; a group's content is read from them.
     await newOwnGroups();
   },
