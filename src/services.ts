@@ -8,7 +8,10 @@ import { SyncService } from "./collaboration/sync.service.js";
 import { WorkspaceService } from "./collaboration/workspace.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
+import { RelationshipService } from "./content/relationship.service.js";
+import { ResourceService } from "./content/resource.service.js";
 import { SharingService } from "./content/sharing.service.js";
+import { UploadService } from "./content/upload.service.js";
 import type { Db } from "./db/database.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
@@ -38,6 +41,9 @@ export interface Services {
   items: ItemService;
   sharing: SharingService;
   comments: CommentService;
+  relationships: RelationshipService;
+  resources: ResourceService;
+  uploads: UploadService;
   search: SearchService;
   groups: GroupService;
   notifications: NotificationService;
@@ -104,11 +110,14 @@ export function createServices(db: Db, options: ServiceOptions): Services {
       },
       hasher,
     ),
-    users: new UserService(db, portal, hasher),
+    users: new UserService(db, portal, hasher, (userId, username) => groups.groupsOf(userId, username)),
     roles: new RoleService(db),
     items,
     sharing: new SharingService(db, portal, items),
     comments: new CommentService(db, portal, items),
+    relationships: new RelationshipService(db, items),
+    resources: new ResourceService(db, items),
+    uploads: new UploadService(db, items),
     search: new SearchService(db, portal, items, groups, options.searchTimeoutMs),
     groups,
     notifications: new NotificationService(db),

@@ -17,13 +17,31 @@ import { newId } from "../ids.js";
 /** Bytes per chunk: large enough that a file is few rows, small enough to hold a few at once. */
 export const FILE_CHUNK_BYTES = 1024 * 1024;
 
-export type FileKind = "data" | "thumbnail";
+/**
+ * An item's data, its thumbnail, a file of its info folder (`info/<folder>/<name>`, `updateinfo`),
+ * one of its resources (`resources/<path>`, `addResources`), or, while its data is uploaded in
+ * parts (`addItem` with `multipart=true`), the mark of that upload (`upload`: no bytes, the name
+ * the data will have) and its parts (`parts/<00001..10000>`, `addPart`).
+ */
+export type FileKind =
+  | "data"
+  | "thumbnail"
+  | `info/${string}`
+  | `resources/${string}`
+  | "upload"
+  | `parts/${string}`;
 
 /**
  * Where the bytes of a file to store come from: memory (`text`, a replicated copy) or a file on
  * disk (an upload the request parser spooled), which is read a chunk at a time.
  */
 export type FileSource = { data: Buffer } | { path: string };
+
+/**
+ * What `writeFile` stores: a source, or chunks already cut to `FILE_CHUNK_BYTES` (the last one
+ * shorter), as `concatenated` makes them from stored files.
+ */
+export type StoreSource = FileSource | { chunks: AsyncIterable<Buffer> };
 
 /** A stored file's row: what it is, without its bytes. */
 export interface StoredFile {
@@ -33,6 +51,10 @@ export interface StoredFile {
   contentType: string;
   fileId: string;
   size: number;
+  /** When a resource was added (null for other kinds). */
+  created?: number | null;
+  /** A resource's access, `inherit` or `private` (null for other kinds). */
+  access?: string | null;
 }
 
 /** The first `n` bytes of a source (fewer when it is shorter), without reading the rest. */
@@ -62,7 +84,11 @@ export interface ChunkedFile {
 }
 
 /** The chunks of a source in order; a file on disk is read one chunk at a time. */
-async function* chunksOf(source: FileSource): AsyncGenerator<Buffer> {
+async function* chunksOf(source: StoreSource): AsyncGenerator<Buffer> {
+  if ("chunks" in source) {
+    yield* source.chunks;
+    return;
+  }
   if ("data" in source) {
     for (let at = 0; at < source.data.length; at += FILE_CHUNK_BYTES) {
       yield source.data.subarray(at, at + FILE_CHUNK_BYTES);
@@ -98,8 +124,8 @@ export async function writeFile(
   trx: Queryable,
   itemId: string,
   kind: FileKind,
-  meta: { name: string; contentType: string },
-  source: FileSource,
+  meta: { name: string; contentType: string; created?: number; access?: string },
+  source: StoreSource,
 ): Promise<StoredFile> {
   await deleteFile(trx, itemId, kind);
   const fileId = newId();
@@ -112,6 +138,8 @@ export async function writeFile(
       content_type: meta.contentType,
       file_id: fileId,
       size: 0,
+      created: meta.created ?? null,
+      access: meta.access ?? null,
     })
     .execute();
   const size = await writeChunks(trx, "item_file_chunks", fileId, source);
@@ -127,7 +155,7 @@ export async function writeChunks(
   trx: Queryable,
   table: ChunkTable,
   fileId: string,
-  source: FileSource,
+  source: StoreSource,
 ): Promise<number> {
   let seq = 0;
   let size = 0;
@@ -146,6 +174,137 @@ export async function deleteFile(trx: Queryable, itemId: string, kind?: FileKind
   await query.execute();
 }
 
+/** How many files of the info folder an item has (`info/...` kinds). */
+export async function countInfoFiles(q: Queryable, itemId: string): Promise<number> {
+  const row = await q
+    .selectFrom("item_files")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "info/%")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/** A resource of an item, as `listResources` answers it. */
+export interface ResourceRow {
+  kind: `resources/${string}`;
+  size: number;
+  created: number;
+  access: string;
+}
+
+/** How many resources an item has. */
+export async function countResources(q: Queryable, itemId: string): Promise<number> {
+  const row = await q
+    .selectFrom("item_files")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "resources/%")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * All resources of an item (at most `MAX_RESOURCES_PER_ITEM`, so a listing may read them all to
+ * leave out the private ones before paging).
+ */
+export async function listResources(q: Queryable, itemId: string): Promise<ResourceRow[]> {
+  const rows = await q
+    .selectFrom("item_files")
+    .select(["kind", "size", "created", "access"])
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "resources/%")
+    .orderBy("kind")
+    .execute();
+  return rows.map((r) => ({
+    kind: r.kind as `resources/${string}`,
+    size: Number(r.size),
+    created: Number(r.created ?? 0),
+    access: r.access ?? "inherit",
+  }));
+}
+
+/** Changes a resource's access without touching its bytes. */
+export async function setResourceAccess(
+  trx: Queryable,
+  itemId: string,
+  kind: `resources/${string}`,
+  access: string,
+): Promise<void> {
+  await trx
+    .updateTable("item_files")
+    .set({ access })
+    .where("item_id", "=", itemId)
+    .where("kind", "=", kind)
+    .execute();
+}
+
+/** The parts of an item's upload (`parts/...` kinds), in the order of their numbers. */
+export async function listParts(q: Queryable, itemId: string): Promise<StoredFile[]> {
+  const rows = await q
+    .selectFrom("item_files")
+    .select(["kind", "name", "content_type", "file_id", "size"])
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "parts/%")
+    .execute();
+  return rows
+    .map((r) => ({
+      itemId,
+      kind: r.kind as `parts/${string}`,
+      name: r.name,
+      contentType: r.content_type,
+      fileId: r.file_id,
+      size: Number(r.size),
+    }))
+    .sort((a, b) => (a.kind < b.kind ? -1 : a.kind > b.kind ? 1 : 0));
+}
+
+/** Deletes the parts of an item's upload, and its mark. */
+export async function deleteUpload(trx: Queryable, itemId: string): Promise<void> {
+  await trx
+    .deleteFrom("item_files")
+    .where("item_id", "=", itemId)
+    .where((eb) => eb.or([eb("kind", "like", "parts/%"), eb("kind", "=", "upload")]))
+    .execute();
+}
+
+/**
+ * The bytes of stored item files one after the other, cut again into chunks of `FILE_CHUNK_BYTES`
+ * (the files' own last chunks are short): the data a multipart upload's parts make, read and
+ * written a chunk at a time.
+ */
+export async function* concatenated(q: Queryable, files: readonly StoredFile[]): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let held = 0;
+  for (const file of files) {
+    for (let seq = 0; seq < chunkCount(file.size); seq++) {
+      let chunk = await readChunk(q, itemChunks(file), seq);
+      while (chunk.length > 0) {
+        const take = Math.min(FILE_CHUNK_BYTES - held, chunk.length);
+        pending.push(chunk.subarray(0, take));
+        held += take;
+        chunk = chunk.subarray(take);
+        if (held === FILE_CHUNK_BYTES) {
+          yield Buffer.concat(pending, held);
+          pending = [];
+          held = 0;
+        }
+      }
+    }
+  }
+  if (held > 0) yield Buffer.concat(pending, held);
+}
+
+/** Deletes every resource of an item; answers how many there were. */
+export async function deleteResources(trx: Queryable, itemId: string): Promise<number> {
+  const result = await trx
+    .deleteFrom("item_files")
+    .where("item_id", "=", itemId)
+    .where("kind", "like", "resources/%")
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
+}
+
 export async function findFile(
   q: Queryable,
   itemId: string,
@@ -153,7 +312,7 @@ export async function findFile(
 ): Promise<StoredFile | undefined> {
   const row = await q
     .selectFrom("item_files")
-    .select(["name", "content_type", "file_id", "size"])
+    .select(["name", "content_type", "file_id", "size", "created", "access"])
     .where("item_id", "=", itemId)
     .where("kind", "=", kind)
     .executeTakeFirst();
@@ -165,6 +324,8 @@ export async function findFile(
         contentType: row.content_type,
         fileId: row.file_id,
         size: Number(row.size),
+        created: row.created === null ? null : Number(row.created),
+        access: row.access,
       }
     : undefined;
 }

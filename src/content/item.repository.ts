@@ -29,6 +29,16 @@ export function findItem(q: Queryable, id: string): Promise<ItemRow | undefined>
   return q.selectFrom("items").selectAll().where("id", "=", id).executeTakeFirst();
 }
 
+/** Several items by id, in one query; ids of missing items are left out. */
+export function findItems(q: Queryable, ids: readonly string[]): Promise<ItemRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  return q
+    .selectFrom("items")
+    .selectAll()
+    .where("id", "in", [...ids])
+    .execute();
+}
+
 export async function insertItem(
   q: Queryable,
   row: NewItem,
@@ -148,6 +158,27 @@ export async function unshareItem(q: Queryable, itemId: string, groupId: string)
     .where("group_id", "=", groupId)
     .executeTakeFirst();
   return Number(r.numDeletedRows) > 0;
+}
+
+/**
+ * The tags of an owner's items with the number of items that have each, most used first; at most
+ * `limit`. Tags are as the search index keeps them: lower-case.
+ */
+export async function tagCountsOfOwner(
+  q: Queryable,
+  ownerId: string,
+  limit: number,
+): Promise<{ tag: string; count: number }[]> {
+  const rows = await q
+    .selectFrom("item_tags")
+    .select(["tag_key", (eb) => eb.fn.countAll<number>().as("n")])
+    .where("owner_id", "=", ownerId)
+    .groupBy("tag_key")
+    .orderBy("n", "desc")
+    .orderBy("tag_key")
+    .limit(limit)
+    .execute();
+  return rows.map((r) => ({ tag: r.tag_key, count: Number(r.n) }));
 }
 
 export function sharedGroupIds(q: Queryable, itemId: string): Promise<string[]> {

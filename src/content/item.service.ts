@@ -20,6 +20,8 @@ import { type Page, pageInfo } from "../validation/paging.js";
 import { canViewItem, type Viewer, viewerOf } from "./access.js";
 import { type Box, extentJson } from "./extent.js";
 import {
+  countInfoFiles,
+  deleteFile,
   type FileSource,
   findFile,
   headOf,
@@ -47,10 +49,15 @@ import {
   replaceTags,
   sharedGroupIds,
   sharedGroupIdsOf,
+  tagCountsOfOwner,
   updateItem,
 } from "./item.repository.js";
+import { infoFileType, infoKind, itemInfoXml, MAX_INFO_FILES } from "./item-info.js";
 
 type Trx = Transaction<Database>;
+
+/** Distinct tags `community/users/<u>/tags` lists at most, the most used first. */
+const MAX_USER_TAGS = 10_000;
 
 /**
  * An uploaded or inline file of an item: its bytes in memory (`text`) or in a file on disk (an
@@ -84,6 +91,11 @@ export interface ItemFields {
   /** The item's data sent as the `text` parameter: stored as `data.json` when it parses as JSON. */
   text?: string | undefined;
   thumbnail?: ItemFile | undefined;
+  /**
+   * `addItem` with `multipart=true`: the name of the data to come in parts (`addPart`, `commit`);
+   * the item has no data until then.
+   */
+  multipartFilename?: string | undefined;
 }
 
 /**
@@ -175,6 +187,77 @@ export class ItemService {
     return this.download(file, type);
   }
 
+  /** `info/iteminfo.xml`: the item's information document, made from the item as it is now. */
+  async itemInfo(caller: Caller | null, id: string): Promise<string> {
+    const { row } = await this.visible(caller, id);
+    return itemInfoXml({
+      ...row,
+      typeKeywords: JSON.parse(row.type_keywords) as string[],
+      tags: JSON.parse(row.tags) as string[],
+    });
+  }
+
+  /**
+   * A file of the item's info folder (`updateinfo`), `folder` and `name` as in its URL; the item's
+   * metadata is `metadata/metadata.xml`. Its visibility is the item's, checked before the file is
+   * looked up.
+   */
+  async infoFile(caller: Caller | null, id: string, folder: string | undefined, name: string) {
+    await this.visible(caller, id);
+    const file = await findFile(this.db.kysely, id, infoKind(folder, name));
+    if (!file) throw errors.notFound(`File '${folder ? `${folder}/` : ""}${name}' of item '${id}'`);
+    return this.download(file, file.contentType);
+  }
+
+  /**
+   * `updateinfo`: stores a file in the item's info folder (replacing one of the same name), checked
+   * as `infoFileType` says; an update of the item, with its event.
+   */
+  async updateInfo(
+    caller: Caller | null,
+    username: string,
+    id: string,
+    file: ItemFile,
+    folder: string | undefined,
+  ): Promise<{ owner: string; folder: string | null }> {
+    const contentType = infoFileType(file.filename, folder, await headOf(file, IMAGE_HEAD_BYTES));
+    const kind = infoKind(folder, file.filename);
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      const replaces = await findFile(trx, id, kind);
+      if (!replaces && (await countInfoFiles(trx, id)) >= MAX_INFO_FILES) {
+        throw errors.invalidParameter(
+          "file",
+          `cannot be added: item '${id}' holds ${MAX_INFO_FILES} info files, the most it may`,
+        );
+      }
+      await writeFile(trx, id, kind, { name: file.filename, contentType }, file);
+      await updateItem(trx, id, { modified: Math.max(now, row.modified + 1) });
+      await recordEvent(
+        trx,
+        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+        now,
+      );
+      return { owner: row.owner, folder: row.folder_id };
+    });
+  }
+
+  /** `deleteThumbnail`: the item has no thumbnail any more; an update of the item, with its event. */
+  async deleteThumbnail(caller: Caller | null, username: string, id: string): Promise<void> {
+    const now = Date.now();
+    await this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
+      await deleteFile(trx, id, "thumbnail");
+      await updateItem(trx, id, { thumbnail: null, modified: Math.max(now, row.modified + 1) });
+      await recordEvent(
+        trx,
+        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+        now,
+      );
+    });
+  }
+
   private download(file: StoredFile, contentType: string): ItemFileDownload {
     return {
       filename: file.name,
@@ -255,41 +338,58 @@ export class ItemService {
   ): Promise<void> {
     await this.checkThumbnail(fields.thumbnail);
     const now = Date.now();
-    const categories = fields.categories ?? (cleared.includes("categories") ? [] : undefined);
-    if (categories !== undefined) requireCategorizing(caller);
     await this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
-      const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
-      const dataSize = await this.storeFiles(trx, id, fields);
-      await updateItem(trx, id, {
-        ...(fields.title !== undefined ? { title: fields.title } : {}),
-        ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
-        ...(fields.description !== undefined || cleared.includes("description")
-          ? { description: fields.description ?? "" }
-          : {}),
-        ...(fields.snippet !== undefined || cleared.includes("snippet")
-          ? { snippet: fields.snippet ?? "" }
-          : {}),
-        ...(tags !== undefined ? { tags: JSON.stringify(tags) } : {}),
-        ...(fields.url !== undefined || cleared.includes("url") ? { url: fields.url ?? null } : {}),
-        ...(fields.properties !== undefined || cleared.includes("properties")
-          ? { properties: fields.properties ? JSON.stringify(fields.properties) : null }
-          : {}),
-        ...(dataSize !== undefined ? { size: dataSize } : {}),
-        ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
-        ...(fields.extent !== undefined || cleared.includes("extent")
-          ? extentColumns(fields.extent ?? null)
-          : {}),
-        modified: Math.max(now, row.modified + 1),
-      });
-      if (tags !== undefined) await replaceTags(trx, id, tags);
-      if (categories !== undefined) await replaceCategories(trx, id, categories);
-      await recordEvent(
-        trx,
-        { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
-        now,
-      );
+      await this.applyUpdate(trx, caller, row, fields, cleared, now);
     });
+  }
+
+  /**
+   * Writes an update of an item the caller may change (`row`, loaded in `trx`): its fields, its
+   * files, its `modified`, and its `update` event, so that a change that updates an item along
+   * with more (a multipart upload's commit) commits as one. Thumbnails are the caller's to check.
+   */
+  async applyUpdate(
+    trx: Trx,
+    caller: Caller | null,
+    row: ItemRow,
+    fields: ItemFields,
+    cleared: string[],
+    now: number,
+  ): Promise<void> {
+    const id = row.id;
+    const tags = fields.tags ?? (cleared.includes("tags") ? [] : undefined);
+    const categories = fields.categories ?? (cleared.includes("categories") ? [] : undefined);
+    if (categories !== undefined) requireCategorizing(caller);
+    const dataSize = await this.storeFiles(trx, id, fields);
+    await updateItem(trx, id, {
+      ...(fields.title !== undefined ? { title: fields.title } : {}),
+      ...(fields.typeKeywords !== undefined ? { type_keywords: JSON.stringify(fields.typeKeywords) } : {}),
+      ...(fields.description !== undefined || cleared.includes("description")
+        ? { description: fields.description ?? "" }
+        : {}),
+      ...(fields.snippet !== undefined || cleared.includes("snippet")
+        ? { snippet: fields.snippet ?? "" }
+        : {}),
+      ...(tags !== undefined ? { tags: JSON.stringify(tags) } : {}),
+      ...(fields.url !== undefined || cleared.includes("url") ? { url: fields.url ?? null } : {}),
+      ...(fields.properties !== undefined || cleared.includes("properties")
+        ? { properties: fields.properties ? JSON.stringify(fields.properties) : null }
+        : {}),
+      ...(dataSize !== undefined ? { size: dataSize } : {}),
+      ...(fields.thumbnail ? { thumbnail: `thumbnail/${fields.thumbnail.filename}` } : {}),
+      ...(fields.extent !== undefined || cleared.includes("extent")
+        ? extentColumns(fields.extent ?? null)
+        : {}),
+      modified: Math.max(now, row.modified + 1),
+    });
+    if (tags !== undefined) await replaceTags(trx, id, tags);
+    if (categories !== undefined) await replaceCategories(trx, id, categories);
+    await recordEvent(
+      trx,
+      { source: "item", operation: "update", objectId: id, actor: actorOf(caller) },
+      now,
+    );
   }
 
   async delete(caller: Caller | null, username: string, id: string): Promise<void> {
@@ -389,10 +489,11 @@ export class ItemService {
     return { username, id: folder.id, title };
   }
 
-  async deleteFolder(caller: Caller | null, username: string, folderId: string): Promise<void> {
+  /** Deletes an empty folder of the user's; answers it as it was. */
+  async deleteFolder(caller: Caller | null, username: string, folderId: string) {
     if (caller === null) throw errors.tokenRequired();
     this.requireOwnContent(caller, username);
-    await this.db.transaction(async (trx) => {
+    return this.db.transaction(async (trx) => {
       const owner = await this.ownerRow(trx, username);
       const folder = await this.mustFindFolder(trx, owner.id, folderId);
       const count = await countItemsInFolder(trx, folder.id);
@@ -403,6 +504,7 @@ export class ItemService {
         );
       }
       await deleteFolder(trx, folder.id);
+      return { username: owner.username, id: folder.id, title: folder.title };
     });
   }
 
@@ -431,6 +533,18 @@ export class ItemService {
   }
 
   /** Item resources of a page of rows, with their shares read in one query. */
+  /**
+   * `community/users/<u>/tags`: the tags of the user's items with how many items have each; the
+   * user's own, or an administrator's who can view every item.
+   */
+  async userTags(caller: Caller | null, username: string) {
+    if (caller === null) throw errors.tokenRequired();
+    if (!isCaller(caller, username)) requirePrivilege(caller, "portal:admin:viewItems");
+    const owner = await findUser(this.db.kysely, username);
+    if (!owner) throw errors.userNotFound(username);
+    return { tags: await tagCountsOfOwner(this.db.kysely, owner.id, MAX_USER_TAGS) };
+  }
+
   async itemsJson(rows: readonly ItemRow[]): Promise<Record<string, unknown>[]> {
     const shares = await sharedGroupIdsOf(
       this.db.kysely,
@@ -553,6 +667,16 @@ export class ItemService {
         data,
       );
       dataSize = stored.size;
+    }
+    if (fields.multipartFilename !== undefined) {
+      // The mark of an upload in parts: no bytes, the name the data will have (upload.service.ts).
+      await writeFile(
+        trx,
+        id,
+        "upload",
+        { name: fields.multipartFilename, contentType: "application/octet-stream" },
+        { data: Buffer.alloc(0) },
+      );
     }
     if (fields.thumbnail) {
       // Stored with the type its bytes say, never the one the upload claimed.

@@ -5,7 +5,15 @@ import type { Database } from "../db/schema.js";
 import { errors, PorticoError } from "../errors.js";
 import { type ChangeEvent, recordEvent } from "../events/outbox.js";
 import type { PortalService } from "../portal/portal.service.js";
-import { type ItemRow, shareItem, unshareItem, updateItem } from "./item.repository.js";
+import { canViewItem, viewerOf } from "./access.js";
+import {
+  findItem,
+  type ItemRow,
+  sharedGroupIds,
+  shareItem,
+  unshareItem,
+  updateItem,
+} from "./item.repository.js";
 import type { ItemService } from "./item.service.js";
 
 type Trx = Transaction<Database>;
@@ -41,6 +49,34 @@ export class SharingService {
   /** `content/users/<u>/items/<id>/unshare` */
   async unshare(caller: Caller | null, username: string, itemId: string, groups: readonly string[]) {
     return { notUnsharedFrom: await this.unshareIn(caller, username, itemId, groups), itemId };
+  }
+
+  /**
+   * `content/items/<id>/share`, the path of callers who do not own the item: a group's owner or
+   * manager shares any item they can see into that group, an administrator with
+   * `portal:admin:shareToGroup` any item into any group (ArcGIS's "share item as group admin").
+   * Groups the caller does not manage come back in `notSharedWith`; the owner, calling here, has
+   * the owner's rules.
+   */
+  async shareAsGroupManager(caller: Caller, itemId: string, groups: readonly string[]) {
+    const notSharedWith = await this.db.transaction(async (trx) => {
+      const { item, owns } = await this.itemForGroupManager(trx, caller, itemId);
+      const mayShare = owns
+        ? (groupId: string) => this.mayShareInto(trx, caller, groupId)
+        : (groupId: string) => this.managesSharingIn(trx, caller, groupId);
+      return this.shareOne(trx, caller, item, { groups }, false, mayShare);
+    });
+    return { notSharedWith, itemId };
+  }
+
+  /** `content/items/<id>/unshare`: the same callers take the item out of the groups they manage. */
+  async unshareAsGroupManager(caller: Caller, itemId: string, groups: readonly string[]) {
+    const notUnsharedFrom = await this.db.transaction(async (trx) => {
+      const { item, owns } = await this.itemForGroupManager(trx, caller, itemId);
+      const mayUnshare = owns ? undefined : (groupId: string) => this.managesSharingIn(trx, caller, groupId);
+      return this.unshareOne(trx, caller, item, groups, mayUnshare);
+    });
+    return { notUnsharedFrom, itemId };
   }
 
   /** `content/users/<u>/shareItems`: several items at once; each item succeeds or fails alone. */
@@ -88,7 +124,10 @@ export class SharingService {
         itemId,
         "portal:admin:shareToGroup",
       );
-      return this.shareOne(trx, caller as Caller, item, request, canSharePublic);
+      const who = caller as Caller;
+      return this.shareOne(trx, who, item, request, canSharePublic, (groupId) =>
+        this.mayShareInto(trx, who, groupId),
+      );
     });
   }
 
@@ -116,6 +155,7 @@ export class SharingService {
     item: ItemRow,
     request: ShareRequest,
     canSharePublic: boolean,
+    mayShareInto: (groupId: string) => Promise<boolean>,
   ): Promise<string[]> {
     const isAdmin = (p: string) => caller.privileges.has(p);
     if (request.everyone === true) {
@@ -143,7 +183,7 @@ export class SharingService {
     const notSharedWith: string[] = [];
     const sharedTo: string[] = [];
     for (const groupId of new Set(request.groups)) {
-      if (!(await this.mayShareInto(trx, caller, groupId))) {
+      if (!(await mayShareInto(groupId))) {
         notSharedWith.push(groupId);
         continue;
       }
@@ -177,11 +217,15 @@ export class SharingService {
     caller: Caller,
     item: ItemRow,
     groups: readonly string[],
+    mayUnshareFrom?: (groupId: string) => Promise<boolean>,
   ): Promise<string[]> {
     const notUnsharedFrom: string[] = [];
     const removed: string[] = [];
     for (const groupId of new Set(groups)) {
-      if (!(await unshareItem(trx, item.id, groupId))) {
+      if (
+        (mayUnshareFrom && !(await mayUnshareFrom(groupId))) ||
+        !(await unshareItem(trx, item.id, groupId))
+      ) {
         notUnsharedFrom.push(groupId);
         continue;
       }
@@ -199,6 +243,43 @@ export class SharingService {
       await recordEvent(trx, event("item", "unshare", item.id, caller, { unsharedFromGroups: removed }));
     }
     return notUnsharedFrom;
+  }
+
+  /**
+   * The item a caller who may not own it acts on through `content/items/<id>/...`: one they can
+   * see, or any with `portal:admin:shareToGroup`. Others hear that it does not exist.
+   */
+  private async itemForGroupManager(
+    trx: Trx,
+    caller: Caller,
+    itemId: string,
+  ): Promise<{ item: ItemRow; owns: boolean }> {
+    const item = await findItem(trx, itemId);
+    if (!item) throw errors.itemNotFound(itemId);
+    const owns = item.owner_id === caller.userId;
+    if (!owns && !caller.privileges.has("portal:admin:shareToGroup")) {
+      const org = await this.portal.get();
+      const viewer = await viewerOf(trx, caller, org.settings.access === "public");
+      if (!canViewItem(viewer, item, await sharedGroupIds(trx, itemId))) throw errors.itemNotFound(itemId);
+    }
+    return { item, owns };
+  }
+
+  /**
+   * Whether the caller manages what is shared in a group: its owner or a manager (member type
+   * `admin`), or an administrator with `portal:admin:shareToGroup`.
+   */
+  private async managesSharingIn(trx: Trx, caller: Caller, groupId: string): Promise<boolean> {
+    const group = await trx.selectFrom("groups").select("id").where("id", "=", groupId).executeTakeFirst();
+    if (!group) return false;
+    if (caller.privileges.has("portal:admin:shareToGroup")) return true;
+    const membership = await trx
+      .selectFrom("group_members")
+      .select("member_type")
+      .where("group_id", "=", groupId)
+      .where("user_id", "=", caller.userId)
+      .executeTakeFirst();
+    return membership !== undefined && membership.member_type !== "member";
   }
 
   /**

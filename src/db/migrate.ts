@@ -13,7 +13,10 @@ import * as m0008 from "./migrations/0008-sign-in-security.js";
 import * as m0009 from "./migrations/0009-full-text-search.js";
 import * as m0010 from "./migrations/0010-feature-layers.js";
 import * as m0011 from "./migrations/0011-feature-attachments.js";
+import * as m0012 from "./migrations/0012-group-applications.js";
+import * as m0013 from "./migrations/0013-item-relationships.js";
 import * as m0014 from "./migrations/0014-search-notifications.js";
+import * as m0015 from "./migrations/0015-item-resources.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -32,7 +35,10 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0009-full-text-search": m0009,
   "0010-feature-layers": m0010,
   "0011-feature-attachments": m0011,
+  "0012-group-applications": m0012,
+  "0013-item-relationships": m0013,
   "0014-search-notifications": m0014,
+  "0015-item-resources": m0015,
 };
 
 /** Every migration this version knows, in order. */

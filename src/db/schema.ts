@@ -23,7 +23,9 @@ export interface Database {
   groups: GroupTable;
   group_members: GroupMemberTable;
   group_invitations: GroupInvitationTable;
+  group_applications: GroupApplicationTable;
   item_shares: ItemShareTable;
+  item_relationships: ItemRelationshipTable;
   comments: CommentTable;
   feature_services: FeatureServiceTable;
   feature_layers: FeatureLayerTable;
@@ -86,6 +88,8 @@ export interface UserTable {
   created: number;
   modified: number;
   last_login: number;
+  /** JSON object the user keeps with `setProperties` (0012); null until the first. */
+  properties: string | null;
 }
 
 export interface RoleTable {
@@ -240,7 +244,10 @@ export interface ItemSearchDocTable {
 
 export interface ItemFileTable {
   item_id: string;
-  /** data | thumbnail */
+  /**
+   * data | thumbnail | info/<path> (files of the item's info folder, `updateinfo`) |
+   * resources/<path> (the item's resources, `addResources`)
+   */
   kind: string;
   name: string;
   content_type: string;
@@ -248,6 +255,10 @@ export interface ItemFileTable {
   file_id: string;
   /** Bytes in all its chunks. */
   size: number;
+  /** When a resource (`resources/<path>`) was added; null for other kinds (0015). */
+  created: number | null;
+  /** A resource's access, `inherit` or `private`; null for other kinds (0015). */
+  access: string | null;
 }
 
 /** A file's bytes in pieces of `FILE_CHUNK_BYTES` (the last one shorter), `seq` from 0 (0007). */
@@ -276,6 +287,8 @@ export interface GroupTable {
   sort_order: string;
   created: number;
   modified: number;
+  /** ArcGIS's `autoJoin` (0012): members of the organization join without approval. */
+  auto_join: Generated<number>;
 }
 
 export interface GroupMemberTable {
@@ -296,9 +309,28 @@ export interface GroupInvitationTable {
   created: number;
 }
 
+/** A request to join a group that needs approval (0012). */
+export interface GroupApplicationTable {
+  group_id: string;
+  user_id: string;
+  username: string;
+  received: number;
+}
+
 export interface ItemShareTable {
   item_id: string;
   group_id: string;
+}
+
+/** A typed link from an origin item to a destination item (0013); goes with either item. */
+export interface ItemRelationshipTable {
+  origin_id: string;
+  destination_id: string;
+  /** One of the relationship types ArcGIS documents, e.g. `Map2Service`. */
+  type: string;
+  /** User id of who added it: only they may delete it. */
+  created_by: string;
+  created: number;
 }
 
 export interface CommentTable {

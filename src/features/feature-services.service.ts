@@ -36,6 +36,7 @@ import {
   type LayerDeleteFromDefinition,
   type LayerUpdateDefinition,
   layerJson,
+  SERVER_VERSION,
   type ServiceProperties,
   type StoredService,
   serviceJson,
@@ -250,6 +251,16 @@ export class FeatureServices {
     const all = (list: LayerDefinition[]) =>
       list.map((l) => layerJson(service, l.id, row.item_id) as Record<string, unknown>);
     return { layers: all(service.layers), tables: all(service.tables) };
+  }
+
+  /**
+   * `FeatureServer/sources`: the services a view is made from. Portico makes no views
+   * (`createService` refuses `isView`), so every service answers that it has none, as ArcGIS
+   * answers for a service that is not a view.
+   */
+  async sources(caller: Caller | null, name: string): Promise<{ currentVersion: number; services: [] }> {
+    await this.visible(caller, name);
+    return { currentVersion: SERVER_VERSION, services: [] };
   }
 
   /** Adds layers and tables to the service; answers the ones added, with their ids. */

@@ -12,24 +12,36 @@ import type { PortalService } from "../portal/portal.service.js";
 import { findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import {
+  deleteApplication,
+  deleteExpiredInvitation,
   deleteGroup,
   deleteInvitation,
   deleteMember,
+  findApplication,
   findGroup,
+  findGroups,
   findInvitation,
   findMember,
   findUsersByName,
   type GroupRow,
   type GroupSortField,
+  type InvitationRow,
   type ItemVisibility,
+  insertApplication,
   insertGroup,
   insertInvitation,
   insertMember,
+  listApplications,
   listGroupItems,
+  listGroupsOfUser,
   listInvitationsOfUser,
   listMembers,
+  type MemberFilter,
+  type MemberSortField,
   type MemberType,
+  memberTypesOf,
   type NewGroup,
+  searchMembers,
   setMemberType,
   updateGroup,
 } from "./group.repository.js";
@@ -46,6 +58,7 @@ export interface GroupFields {
   tags?: string[] | undefined;
   isInvitationOnly?: boolean | undefined;
   isViewOnly?: boolean | undefined;
+  autoJoin?: boolean | undefined;
   sortField?: GroupSortField | undefined;
   sortOrder?: "asc" | "desc" | undefined;
 }
@@ -89,6 +102,7 @@ export class GroupService {
       access,
       is_invitation_only: fields.isInvitationOnly ? 1 : 0,
       is_view_only: fields.isViewOnly ? 1 : 0,
+      auto_join: fields.autoJoin ? 1 : 0,
       protected: 0,
       sort_field: fields.sortField ?? "title",
       sort_order: fields.sortOrder ?? "asc",
@@ -109,7 +123,10 @@ export class GroupService {
       }),
     );
     const org = await this.portal.get();
-    return groupJson(row, org.id, { username: caller.username, memberType: "owner" });
+    return groupJson({ ...row, auto_join: row.auto_join ?? 0 }, org.id, {
+      username: caller.username,
+      memberType: "owner",
+    });
   }
 
   async get(caller: Caller | null, id: string) {
@@ -148,6 +165,7 @@ export class GroupService {
             ? { is_invitation_only: fields.isInvitationOnly ? 1 : 0 }
             : {}),
           ...(fields.isViewOnly !== undefined ? { is_view_only: fields.isViewOnly ? 1 : 0 } : {}),
+          ...(fields.autoJoin !== undefined ? { auto_join: fields.autoJoin ? 1 : 0 } : {}),
           ...(fields.sortField !== undefined ? { sort_field: fields.sortField } : {}),
           ...(fields.sortOrder !== undefined ? { sort_order: fields.sortOrder } : {}),
           // Strictly later than before, so clients that compare `modified` see every update.
@@ -199,6 +217,8 @@ export class GroupService {
       const invited: string[] = [];
       for (const name of unique(usernames)) {
         const user = users.get(name.toLowerCase());
+        // An expired invitation no longer counts: a new one takes its place.
+        if (user) await deleteExpiredInvitation(trx, id, user.id, now - INVITATION_LIFETIME_MS);
         const fresh =
           user !== undefined &&
           (await findMember(trx, id, user.id)) === undefined &&
@@ -257,6 +277,7 @@ export class GroupService {
         if (inserted && user) {
           added.push(user.username);
           await deleteInvitation(trx, id, user.id);
+          await deleteApplication(trx, id, user.id);
         } else {
           notAdded.push(name);
         }
@@ -361,6 +382,34 @@ export class GroupService {
     });
   }
 
+  /**
+   * `content/items/<id>/groups`: the groups a visible item is shared with that the caller may see,
+   * as ArcGIS sorts them: those the caller owns or administers (`admin`), those it is a member of
+   * (`member`), and the others (`other`), each by title.
+   */
+  async ofItem(caller: Caller | null, itemId: string) {
+    const { shared } = await this.items.visible(caller, itemId);
+    const viewer = await this.items.viewer(caller);
+    const org = await this.portal.get();
+    const rows = await findGroups(this.db.kysely, shared);
+    const memberships = caller ? await memberTypesOf(this.db.kysely, caller.userId, shared) : new Map();
+    const out = { admin: [], member: [], other: [] } as Record<"admin" | "member" | "other", unknown[]>;
+    for (const row of rows.sort((a, b) =>
+      a.title_key < b.title_key ? -1 : a.title_key > b.title_key ? 1 : 0,
+    )) {
+      if (!canViewGroup(viewer, row)) continue;
+      const memberType = memberships.get(row.id) ?? "none";
+      const list =
+        memberType === "owner" || memberType === "admin"
+          ? "admin"
+          : memberType === "member"
+            ? "member"
+            : "other";
+      out[list].push(groupJson(row, org.id, caller ? { username: caller.username, memberType } : null));
+    }
+    return out;
+  }
+
   /** The group's items the caller may see, in the group's sort order. */
   async content(caller: Caller | null, id: string, page: Page) {
     const { row, membership } = await this.visible(this.db.kysely, caller, id);
@@ -390,32 +439,35 @@ export class GroupService {
   /** A user's pending invitations: theirs to read, or an administrator's who can view users. */
   async invitations(caller: Caller | null, username: string) {
     const user = await this.selfOrAdmin(this.db.kysely, caller, username, "portal:admin:viewUsers");
-    const rows = await listInvitationsOfUser(this.db.kysely, user.id);
-    return {
-      userInvitations: rows.map((r) => ({
-        id: r.id,
-        targetType: "group",
-        targetId: r.group_id,
-        received: r.created,
-        accepted: false,
-        mustApprove: false,
-        role: "group_member",
-        username: r.username,
-        fromUsername: { username: r.invited_by },
-        group: { id: r.group_id, title: r.title, owner: r.owner, access: r.access },
-      })),
-    };
+    const now = Date.now();
+    const rows = await listInvitationsOfUser(this.db.kysely, user.id, now - INVITATION_LIFETIME_MS);
+    return { userInvitations: rows.map((r) => invitationJson(r, user.email)) };
+  }
+
+  /** One pending invitation (`invitations/<id>`), to the same readers as the list. */
+  async invitation(caller: Caller | null, username: string, invitationId: string) {
+    const user = await this.selfOrAdmin(this.db.kysely, caller, username, "portal:admin:viewUsers");
+    const now = Date.now();
+    const rows = await listInvitationsOfUser(
+      this.db.kysely,
+      user.id,
+      now - INVITATION_LIFETIME_MS,
+      invitationId,
+    );
+    const row = rows[0];
+    if (!row) throw errors.notFound(`Invitation '${invitationId}'`);
+    return invitationJson(row, user.email);
   }
 
   /**
-   * The invited user joins the group; the event is the one of a user being added. Answers who
-   * joined which group.
+   * The invited user joins the group; the event is the one of a user being added. Answers the
+   * invitation id and who joined which group.
    */
   async acceptInvitation(caller: Caller | null, username: string, invitationId: string) {
     if (caller === null) throw errors.tokenRequired();
     const now = Date.now();
     return this.db.transaction(async (trx) => {
-      const invitation = await this.ownInvitation(trx, caller, username, invitationId);
+      const invitation = await this.ownInvitation(trx, caller, username, invitationId, now);
       const joined = await insertMember(trx, {
         group_id: invitation.group_id,
         user_id: caller.userId,
@@ -424,33 +476,222 @@ export class GroupService {
         joined: now,
       });
       await deleteInvitation(trx, invitation.group_id, caller.userId);
+      await deleteApplication(trx, invitation.group_id, caller.userId);
       if (joined) {
         const properties = { addedUserNames: [caller.username] };
         await this.event(trx, caller, invitation.group_id, "addUsers", properties, now);
       }
-      return { username: caller.username, groupId: invitation.group_id };
+      return { id: invitation.id, username: caller.username, groupId: invitation.group_id };
     });
   }
 
-  /** The invitation is dropped; answers whose invitation to which group it was. */
+  /** The invitation is dropped; answers its id and whose invitation to which group it was. */
   async declineInvitation(caller: Caller | null, username: string, invitationId: string) {
     if (caller === null) throw errors.tokenRequired();
     return this.db.transaction(async (trx) => {
-      const invitation = await this.ownInvitation(trx, caller, username, invitationId);
+      const invitation = await this.ownInvitation(trx, caller, username, invitationId, Date.now());
       await deleteInvitation(trx, invitation.group_id, caller.userId);
-      return { username: caller.username, groupId: invitation.group_id };
+      return { id: invitation.id, username: caller.username, groupId: invitation.group_id };
     });
   }
 
-  private async ownInvitation(trx: Trx, caller: Caller, username: string, invitationId: string) {
+  private async ownInvitation(
+    trx: Trx,
+    caller: Caller,
+    username: string,
+    invitationId: string,
+    now: number,
+  ): Promise<InvitationRow> {
     if (!isCaller(caller, username)) {
       throw errors.forbidden("Only the invited user may answer an invitation.");
     }
     const invitation = await findInvitation(trx, invitationId);
-    if (!invitation || invitation.user_id !== caller.userId) {
+    // An expired invitation is as good as none: it can no longer be accepted.
+    if (
+      !invitation ||
+      invitation.user_id !== caller.userId ||
+      invitation.created + INVITATION_LIFETIME_MS <= now
+    ) {
       throw errors.notFound(`Invitation '${invitationId}'`);
     }
     return invitation;
+  }
+
+  /**
+   * The groups a user belongs to as group resources, each with that user's membership: the
+   * `groups` of the user's own resource (`community/self`, `community/users/<u>`).
+   */
+  async groupsOf(userId: string, username: string): Promise<Record<string, unknown>[]> {
+    const org = await this.portal.get();
+    const rows = await listGroupsOfUser(this.db.kysely, userId, MAX_GROUPS_LISTED);
+    return rows.map(({ member_type, ...row }) =>
+      groupJson(row, org.id, { username, memberType: member_type as MemberType }),
+    );
+  }
+
+  /**
+   * `join`: a member of the organization joins a group that lets them in without approval
+   * (`autoJoin`, not private); asks to join (a join request the managers accept or decline) any
+   * other group they can see; an invitation-only group they cannot ask to join at all.
+   */
+  async join(caller: Caller | null, id: string): Promise<{ groupId: string; joined: boolean }> {
+    if (caller === null) throw errors.tokenRequired();
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { row, membership } = await this.visible(trx, caller, id);
+      if (membership !== "none") {
+        throw errors.conflict(`User '${caller.username}' is already a member of group '${id}'.`);
+      }
+      if (row.is_invitation_only) {
+        throw errors.forbidden(
+          `Group '${id}' is by invitation only: its owner or a manager must invite or add you.`,
+        );
+      }
+      if (row.auto_join && row.access !== "private") {
+        await insertMember(trx, {
+          group_id: id,
+          user_id: caller.userId,
+          username: caller.username,
+          member_type: "member",
+          joined: now,
+        });
+        await deleteApplication(trx, id, caller.userId);
+        await deleteInvitation(trx, id, caller.userId);
+        await this.event(trx, caller, id, "addUsers", { addedUserNames: [caller.username] }, now);
+        return { groupId: id, joined: true };
+      }
+      // Asking twice is one request; only the first is an event.
+      const fresh = await insertApplication(trx, {
+        group_id: id,
+        user_id: caller.userId,
+        username: caller.username,
+        received: now,
+      });
+      if (fresh) await this.event(trx, caller, id, "join", undefined, now);
+      return { groupId: id, joined: false };
+    });
+  }
+
+  /** `leave`: any member but the owner leaves; recorded as the member's removal. */
+  async leave(caller: Caller | null, id: string): Promise<{ groupId: string }> {
+    if (caller === null) throw errors.tokenRequired();
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { membership } = await this.visible(trx, caller, id);
+      if (membership === "none") {
+        throw errors.conflict(`User '${caller.username}' is not a member of group '${id}'.`);
+      }
+      if (membership === "owner") {
+        throw errors.conflict(
+          `The owner cannot leave group '${id}'.`,
+          "Reassign the group to another member or delete it.",
+        );
+      }
+      await deleteMember(trx, id, caller.userId);
+      await this.event(trx, caller, id, "removeUsers", { removedUserNames: [caller.username] }, now);
+      return { groupId: id };
+    });
+  }
+
+  /** The pending join requests (`applications`), for the owner, managers and administrators. */
+  async applications(caller: Caller | null, id: string) {
+    return this.db.transaction(async (trx) => {
+      await this.authorize(trx, caller, id, membershipAuthority("list the join requests of"));
+      const rows = await listApplications(trx, id, MAX_APPLICATIONS_LISTED);
+      return {
+        applications: rows.map((r) => ({
+          username: r.username,
+          fullName: r.full_name,
+          received: r.received,
+        })),
+      };
+    });
+  }
+
+  /** Accepts a join request: the applicant becomes a member (the event of a user being added). */
+  async acceptApplication(caller: Caller | null, id: string, username: string) {
+    const now = Date.now();
+    return this.db.transaction(async (trx) => {
+      const { caller: who } = await this.authorize(
+        trx,
+        caller,
+        id,
+        membershipAuthority("accept join requests to"),
+      );
+      const applicant = await this.application(trx, id, username);
+      await deleteApplication(trx, id, applicant.user_id);
+      await deleteInvitation(trx, id, applicant.user_id);
+      const joined = await insertMember(trx, {
+        group_id: id,
+        user_id: applicant.user_id,
+        username: applicant.username,
+        member_type: "member",
+        joined: now,
+      });
+      if (joined) await this.event(trx, who, id, "addUsers", { addedUserNames: [applicant.username] }, now);
+      return { username: applicant.username, groupId: id };
+    });
+  }
+
+  /** Declines a join request: it is dropped (ArcGIS has no webhook trigger for it). */
+  async declineApplication(caller: Caller | null, id: string, username: string) {
+    return this.db.transaction(async (trx) => {
+      await this.authorize(trx, caller, id, membershipAuthority("decline join requests to"));
+      const applicant = await this.application(trx, id, username);
+      await deleteApplication(trx, id, applicant.user_id);
+      return { username: applicant.username, groupId: id };
+    });
+  }
+
+  /**
+   * `userList`: one page of the members, owner included, with their full names, member types and
+   * the dates they joined; to members and administrators, as the members list.
+   */
+  async userList(
+    caller: Caller | null,
+    id: string,
+    filter: MemberFilter,
+    order: { sortField: MemberSortField; sortOrder: "asc" | "desc" },
+    page: Page,
+  ) {
+    const { row, membership } = await this.visible(this.db.kysely, caller, id);
+    if (membership === "none" && !caller?.privileges.has("portal:admin:viewGroups")) {
+      throw errors.forbidden("Only members of the group may list its members.");
+    }
+    const org = await this.portal.get();
+    const { total, rows } = await searchMembers(this.db.kysely, id, filter, order, {
+      offset: page.start - 1,
+      limit: page.num,
+    });
+    const owner = await findUser(this.db.kysely, row.owner);
+    const entry = (r: { username: string; full_name: string; member_type: string; joined: number }) => ({
+      username: r.username,
+      fullName: r.full_name,
+      memberType: r.member_type,
+      thumbnail: null,
+      joined: r.joined,
+      orgId: org.id,
+    });
+    const ownerMember = owner ? await findMember(this.db.kysely, id, owner.id) : undefined;
+    return {
+      ...pageInfo(page, total, rows.length),
+      owner: {
+        username: row.owner,
+        fullName: owner?.full_name ?? row.owner,
+        memberType: "owner",
+        thumbnail: null,
+        joined: ownerMember?.joined ?? row.created,
+        orgId: org.id,
+      },
+      users: rows.map(entry),
+    };
+  }
+
+  private async application(q: Queryable, groupId: string, username: string) {
+    const user = (await findUsersByName(q, [username]))[0];
+    const found = user ? await findApplication(q, groupId, user.id) : undefined;
+    if (!found) throw errors.notFound(`A request of '${username}' to join group '${groupId}'`);
+    return found;
   }
 
   /**
@@ -474,9 +715,9 @@ export class GroupService {
   }
 
   /** The group, when the caller may see it and act on it (owner, group administrator or privilege). */
-  private async authorize(trx: Trx, caller: Caller | null, id: string, authority: Authority) {
+  private async authorize(q: Queryable, caller: Caller | null, id: string, authority: Authority) {
     if (caller === null) throw errors.tokenRequired();
-    const { row, membership } = await this.visible(trx, caller, id);
+    const { row, membership } = await this.visible(q, caller, id);
     if (!allows(authority, row, membership, caller)) {
       const who = authority.groupAdmins ? "the owner, a group manager" : "the owner";
       throw errors.forbidden(`Only ${who} or an administrator may ${authority.action} group '${id}'.`);
@@ -545,6 +786,41 @@ export class GroupService {
   }
 }
 
+/** ArcGIS's invitations expire after two weeks. */
+export const INVITATION_LIFETIME_MS = 14 * 24 * 60 * 60 * 1000;
+
+/** ArcGIS lets a user belong to at most 512 groups; a user's resource lists no more than that. */
+const MAX_GROUPS_LISTED = 512;
+
+/** Join requests listed at once; a group with more is better served by a smaller audience. */
+const MAX_APPLICATIONS_LISTED = 1000;
+
+/** The ArcGIS invitation resource (`community/users/<u>/invitations[/<id>]`). */
+function invitationJson(
+  r: Awaited<ReturnType<typeof listInvitationsOfUser>>[number],
+  email: string,
+): Record<string, unknown> {
+  return {
+    id: r.id,
+    targetType: "group",
+    targetId: r.group_id,
+    received: r.created,
+    accepted: false,
+    mustApprove: false,
+    email,
+    // Invitations store no role (see `invite`): every one makes a plain member.
+    role: "group_member",
+    type: "user",
+    dateAccepted: -1,
+    expiration: r.created + INVITATION_LIFETIME_MS,
+    created: r.created,
+    username: r.username,
+    fromUsername: { username: r.invited_by },
+    groupId: r.group_id,
+    group: { id: r.group_id, title: r.title, owner: r.owner, access: r.access },
+  };
+}
+
 function membershipAuthority(action: string): Authority {
   return { adminPrivilege: "portal:admin:assignToGroups", groupAdmins: true, action };
 }
@@ -611,7 +887,7 @@ export function groupJson(
     isInvitationOnly: row.is_invitation_only === 1,
     isViewOnly: row.is_view_only === 1,
     protected: row.protected === 1,
-    autoJoin: false,
+    autoJoin: row.auto_join === 1,
     sortField: row.sort_field,
     sortOrder: row.sort_order,
     created: row.created,

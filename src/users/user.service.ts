@@ -73,6 +73,15 @@ export interface UserPage extends Page {
   sortOrder: "asc" | "desc";
 }
 
+/**
+ * The groups of a user as group resources with the user's membership, from the groups layer
+ * above (`GroupService.groupsOf`), handed in by `createServices`.
+ */
+export type GroupsOf = (userId: string, username: string) => Promise<Record<string, unknown>[]>;
+
+/** Largest `properties` object a user may store, as JSON text (`setProperties`). */
+export const MAX_USER_PROPERTIES_CHARS = 64 * 1024;
+
 /** Which fields of a user a caller may see. */
 type UserView = "full" | "member" | "public";
 
@@ -80,15 +89,20 @@ type Trx = Transaction<Database>;
 
 /** Members of the organization: accounts, profiles, roles, and their events. */
 export class UserService {
-  /** The signed-in user's own resource, by user id: part of every signed-in `portals/self`. */
+  /**
+   * The signed-in user's own resource, by user id: part of every signed-in `portals/self`. It
+   * lists the user's groups, so a change of the user's memberships (`members:<userId>`) or of any
+   * group (`members`, noted by the group repository) drops it on every node.
+   */
   private readonly selves: FeedCache<string, Record<string, unknown>>;
 
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
     private readonly hasher: PasswordHasher,
+    private readonly groupsOf: GroupsOf,
   ) {
-    this.selves = new FeedCache(db.feed, ["auth"], (self) => self.id as string);
+    this.selves = new FeedCache(db.feed, ["auth", "members"], (self) => self.id as string);
   }
 
   /** Creates an account. `caller` null is the system itself (the first administrator). */
@@ -133,6 +147,7 @@ export class UserService {
           created: now,
           modified: now,
           last_login: -1,
+          properties: null,
         };
         const stored = await insertUser(trx, row);
         await recordPassword(trx, row.id, passwordHash, now);
@@ -156,7 +171,12 @@ export class UserService {
     const view = row ? viewOf(caller, row, org.settings.access === "public") : null;
     if (!row || view === null) throw unseen(caller, () => errors.userNotFound(username));
     const json = userJson(row, org.id, view, await this.customPrivileges([row]));
-    return view === "full" ? { ...json, ...(await this.lockouts(caller, [row], org)).get(row.id) } : json;
+    if (view !== "full") return json;
+    return {
+      ...json,
+      groups: await this.groupsOf(row.id, row.username),
+      ...(await this.lockouts(caller, [row], org)).get(row.id),
+    };
   }
 
   /** The signed-in user's own resource (`community/self`). */
@@ -165,7 +185,8 @@ export class UserService {
       const row = await findUser(this.db.kysely, caller.username);
       if (!row) return undefined;
       const org = await this.portal.get();
-      return Object.freeze(userJson(row, org.id, "full", await this.customPrivileges([row])));
+      const json = userJson(row, org.id, "full", await this.customPrivileges([row]));
+      return Object.freeze({ ...json, groups: await this.groupsOf(row.id, row.username) });
     });
     if (!self) throw errors.invalidToken();
     return self;
@@ -372,6 +393,41 @@ export class UserService {
     );
   }
 
+  /**
+   * `community/users/<u>/properties`: the JSON object the user stored (empty when none); theirs to
+   * read, or an administrator's who can view users.
+   */
+  async properties(caller: Caller | null, username: string): Promise<Record<string, unknown>> {
+    if (caller === null) throw errors.tokenRequired();
+    if (!isCaller(caller, username)) requirePrivilege(caller, "portal:admin:viewUsers");
+    const row = await findUser(this.db.kysely, username);
+    if (!row) throw errors.userNotFound(username);
+    return row.properties === null ? {} : (JSON.parse(row.properties) as Record<string, unknown>);
+  }
+
+  /**
+   * `setProperties`: replaces the user's properties with `properties` (at most
+   * `MAX_USER_PROPERTIES_CHARS` as JSON); the user's own, or an administrator's who can update users.
+   * ArcGIS has no webhook trigger for it.
+   */
+  async setProperties(caller: Caller | null, username: string, properties: Record<string, unknown>) {
+    if (caller === null) throw errors.tokenRequired();
+    if (!isCaller(caller, username)) requirePrivilege(caller, "portal:admin:updateUsers");
+    const text = JSON.stringify(properties);
+    if (text.length > MAX_USER_PROPERTIES_CHARS) {
+      throw errors.invalidParameter(
+        "properties",
+        `must be at most ${MAX_USER_PROPERTIES_CHARS} characters as JSON (it is ${text.length})`,
+      );
+    }
+    await this.db.transaction(async (trx) => {
+      const row = await findUserForUpdate(trx, this.db.engine, username);
+      if (!row) throw errors.userNotFound(username);
+      if (!isCaller(caller, username)) requireMayManageAccountOf(caller, row, "set the properties of");
+      await updateUser(trx, row.id, { properties: text });
+    });
+  }
+
   /** True when at least one administrator account exists (enabled or not). */
   async hasAdministrator(): Promise<boolean> {
     const row = await this.db.kysely
@@ -495,6 +551,5 @@ export function userJson(
     disabled: row.disabled === 1,
     lastLogin: row.last_login,
     mfaEnabled: false,
-    groups: [],
   };
 }

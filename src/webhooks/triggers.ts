@@ -34,6 +34,8 @@ const OPERATIONS: Readonly<Record<EventSource, readonly string[]>> = {
     "updateUsers",
     "share",
     "unshare",
+    // A request to join a group that needs approval (`community/groups/<id>/join`).
+    "join",
   ],
   user: [
     "add",

@@ -351,7 +351,12 @@ describe("groups", () => {
       {},
       member.token,
     );
-    expect(accepted).toEqual({ success: true, username: member.username, groupId: group.id });
+    expect(accepted).toEqual({
+      success: true,
+      id: invitation.id,
+      username: member.username,
+      groupId: group.id,
+    });
     const seen = await portal.get(`/community/groups/${group.id}`, {}, member.token);
     expect(seen.userMembership.memberType).toBe("member");
     const added = await lastEvent(group.id, "addUsers");

@@ -4,6 +4,9 @@ import { BUILT_IN_ROLES, baseRoleOf, isPrivilege } from "../../src/auth/privileg
 import { LOCKOUT_RULE_RANGES, PASSWORD_RULE_RANGES } from "../../src/auth/security-policy.js";
 import { USERNAME_PATTERN } from "../../src/auth/username.js";
 import { FILE_CHUNK_BYTES } from "../../src/content/file-store.js";
+import { checkResourcePath, MAX_RESOURCES_PER_ITEM } from "../../src/content/item-resources.js";
+import { RELATIONSHIP_TYPES } from "../../src/content/relationship-types.js";
+import { MAX_PART_NUMBER } from "../../src/content/upload.service.js";
 import type { Db } from "../../src/db/database.js";
 import {
   addToDefinitionSchema,
@@ -53,9 +56,13 @@ const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["group_members", "user_id", "users", "id"],
   ["group_invitations", "group_id", "groups", "id"],
   ["group_invitations", "user_id", "users", "id"],
+  ["group_applications", "group_id", "groups", "id"],
+  ["group_applications", "user_id", "users", "id"],
   ["item_shares", "item_id", "items", "id"],
   ["item_shares", "group_id", "groups", "id"],
   ["comments", "item_id", "items", "id"],
+  ["item_relationships", "origin_id", "items", "id"],
+  ["item_relationships", "destination_id", "items", "id"],
   ["feature_services", "item_id", "items", "id"],
   ["feature_attachments", "item_id", "items", "id"],
   ["feature_attachment_chunks", "file_id", "feature_attachments", "file_id"],
@@ -83,7 +90,7 @@ const ENUMS: readonly [string, string, readonly (string | number)[]][] = [
   ["items", "access", ["private", "shared", "org", "public"]],
   ["items", "protected", [0, 1]],
   ["item_tags", "access", ["private", "shared", "org", "public"]],
-  ["item_files", "kind", ["data", "thumbnail"]],
+  ["item_relationships", "type", Object.keys(RELATIONSHIP_TYPES)],
   ["groups", "access", ["private", "org", "public"]],
   ["groups", "is_invitation_only", [0, 1]],
   ["groups", "is_view_only", [0, 1]],
@@ -162,7 +169,7 @@ const NO_NUL: readonly [string, readonly string[]][] = [
   ["roles", ["name", "description"]],
   ["folders", ["title"]],
   ["items", ["title", "type", "description", "snippet", "url"]],
-  ["item_files", ["name", "content_type"]],
+  ["item_files", ["kind", "name", "content_type", "access"]],
   ["feature_attachments", ["name", "content_type", "keywords"]],
   ["groups", ["title", "description", "snippet"]],
   ["comments", ["comment"]],
@@ -289,6 +296,60 @@ export async function findInvalidRows(db: Db): Promise<string[]> {
       );
       for (const r of await select(branches.join(" UNION ALL "))) {
         bad("orphan", `${r.c} = ${short(r.v)}`, `no ${r.p} row`);
+      }
+    })(),
+    (async () => {
+      // An item file is its data, its thumbnail, a file of its info folder (`updateinfo`), one of
+      // its resources (`addResources`), or the mark and the parts of an upload in parts.
+      for (const r of await select(
+        `SELECT item_id, kind FROM item_files
+         WHERE kind NOT IN ('data', 'thumbnail', 'upload') AND kind NOT LIKE 'info/%'
+           AND kind NOT LIKE 'resources/%' AND kind NOT LIKE 'parts/%'`,
+      )) {
+        bad("item file kind", String(r.item_id), `kind ${short(r.kind)}`);
+      }
+      // Parts belong to an upload under way (its mark, which holds no bytes); numbers 1 to 10,000.
+      for (const r of await select(
+        `SELECT p.item_id, p.kind FROM item_files p WHERE p.kind LIKE 'parts/%'
+         AND NOT EXISTS (SELECT 1 FROM item_files u WHERE u.item_id = p.item_id AND u.kind = 'upload')`,
+      )) {
+        bad("item upload part", String(r.item_id), `${short(r.kind)} without an upload under way`);
+      }
+      for (const r of await select(`SELECT item_id, kind FROM item_files WHERE kind LIKE 'parts/%'`)) {
+        const n = Number(String(r.kind).slice("parts/".length));
+        if (!/^parts\/\d{5}$/.test(String(r.kind)) || n < 1 || n > MAX_PART_NUMBER) {
+          bad("item upload part", String(r.item_id), `kind ${short(r.kind)}`);
+        }
+      }
+      for (const r of await select(
+        `SELECT item_id, size FROM item_files WHERE kind = 'upload' AND size <> 0`,
+      )) {
+        bad("item upload mark", String(r.item_id), `holds ${r.size} bytes`);
+      }
+    })(),
+    (async () => {
+      // A resource has when it was added and an access; other files have neither (0015). Its path
+      // passed the checks of item-resources.ts, so it never climbs out of its item.
+      for (const r of await select(
+        `SELECT item_id, kind, created, access FROM item_files
+         WHERE (kind LIKE 'resources/%' AND (created IS NULL OR access IS NULL OR access NOT IN ('inherit', 'private')))
+            OR (kind NOT LIKE 'resources/%' AND (created IS NOT NULL OR access IS NOT NULL))`,
+      )) {
+        bad("item resource", String(r.item_id), `${short(r.kind)}: created ${r.created}, access ${r.access}`);
+      }
+      for (const r of await select(`SELECT item_id, kind FROM item_files WHERE kind LIKE 'resources/%'`)) {
+        const path = String(r.kind).slice("resources/".length);
+        try {
+          checkResourcePath("resource", path);
+        } catch {
+          bad("item resource path", String(r.item_id), short(path));
+        }
+      }
+      // At most MAX_RESOURCES_PER_ITEM resources per item.
+      for (const r of await select(
+        `SELECT item_id, COUNT(*) AS n FROM item_files WHERE kind LIKE 'resources/%' GROUP BY item_id HAVING COUNT(*) > ${MAX_RESOURCES_PER_ITEM}`,
+      )) {
+        bad("item resources", String(r.item_id), `${r.n} resources`);
       }
     })(),
     (async () => {
@@ -609,7 +670,9 @@ async function checkGroups(select: Select, bad: Bad) {
   const names = await select(
     `SELECT 'group_members' AS t, m.group_id AS g, m.username AS name, u.username AS actual FROM group_members m JOIN users u ON u.id = m.user_id WHERE m.username <> u.username
      UNION ALL
-     SELECT 'group_invitations', i.group_id, i.username, u.username FROM group_invitations i JOIN users u ON u.id = i.user_id WHERE i.username <> u.username`,
+     SELECT 'group_invitations', i.group_id, i.username, u.username FROM group_invitations i JOIN users u ON u.id = i.user_id WHERE i.username <> u.username
+     UNION ALL
+     SELECT 'group_applications', a.group_id, a.username, u.username FROM group_applications a JOIN users u ON u.id = a.user_id WHERE a.username <> u.username`,
   );
   for (const r of names) bad("username", `${r.t} of ${r.g}`, `${short(r.name)} for user ${short(r.actual)}`);
   // Inviting a member is refused and joining removes the invitation: none is left for a member.
@@ -619,6 +682,13 @@ async function checkGroups(select: Select, bad: Bad) {
   );
   for (const r of stale)
     bad("invitation", `group_invitations of ${r.group_id}`, `${short(r.username)} is already a member`);
+  // Every way of joining drops the request to join: none is left for a member.
+  const answered = await select(
+    `SELECT a.group_id, a.username FROM group_applications a
+     WHERE EXISTS (SELECT 1 FROM group_members m WHERE m.group_id = a.group_id AND m.user_id = a.user_id)`,
+  );
+  for (const r of answered)
+    bad("application", `group_applications of ${r.group_id}`, `${short(r.username)} is already a member`);
 }
 
 async function checkServices(select: Select, bad: Bad) {

@@ -1,8 +1,10 @@
 import { errors } from "../../errors.js";
 import { checkCategorySchema } from "../../groups/category-schema.js";
 import type { GroupFields } from "../../groups/group.service.js";
+import { parseJoinedRange } from "../../groups/joined-range.js";
 import { GROUP_SORT_FIELDS } from "../../search/search.service.js";
 import { MAX_NOTIFICATION_RECIPIENTS } from "../../users/notification.service.js";
+import { pagingParams } from "../../validation/paging.js";
 import { type ParamValues, p } from "../../validation/params.js";
 import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
@@ -22,6 +24,7 @@ const groupParams = {
   tags: p.list({ maxItems: 128, item: { maxLength: 256 } }),
   isInvitationOnly: p.boolean(),
   isViewOnly: p.boolean(),
+  autoJoin: p.boolean(),
   sortField: p.string({
     enum: ["title", "owner", "avgrating", "numviews", "created", "modified"],
     caseInsensitive: true,
@@ -38,6 +41,7 @@ function groupFields(params: ParamValues<typeof groupParams>): GroupFields {
     tags: params.tags,
     isInvitationOnly: params.isInvitationOnly,
     isViewOnly: params.isViewOnly,
+    autoJoin: params.autoJoin,
     sortField: params.sortField,
     sortOrder: params.sortOrder,
   };
@@ -226,5 +230,83 @@ export const communityGroupsRoutes = [
       await services.categorySchemas.delete(caller, path.groupId);
       return ok();
     },
+  }),
+  defineRoute({
+    name: "groups.userList",
+    methods: ["GET", "POST"],
+    path: `${groupBase}/userList`,
+    auth: "required",
+    params: {
+      ...pagingParams,
+      name: p.string({ maxLength: 256 }),
+      sortField: p.string({ enum: ["username", "membertype", "joined"], caseInsensitive: true }),
+      sortOrder: p.string({ enum: ["asc", "desc"], caseInsensitive: true }),
+      memberType: p.string({ enum: ["admin", "member"], caseInsensitive: true }),
+      joined: p.string({
+        maxLength: 64,
+        check: (v) => {
+          const range = parseJoinedRange(v);
+          return typeof range === "string" ? range : undefined;
+        },
+      }),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const joined = params.joined === undefined ? {} : parseJoinedRange(params.joined);
+      // Checked by the parameter's `check`; a string here would be a reason already reported.
+      if (typeof joined === "string") throw errors.invalidParameter("joined", joined);
+      return services.groups.userList(
+        caller,
+        path.groupId,
+        { name: params.name, memberType: params.memberType, joinedFrom: joined.from, joinedTo: joined.to },
+        { sortField: params.sortField ?? "username", sortOrder: params.sortOrder ?? "asc" },
+        // ArcGIS lists 25 members a page unless told otherwise.
+        { start: params.start ?? 1, num: params.num ?? 25 },
+      );
+    },
+  }),
+  defineRoute({
+    name: "groups.join",
+    methods: ["POST"],
+    path: `${groupBase}/join`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      const { groupId } = await services.groups.join(caller, path.groupId);
+      return ok({ groupId });
+    },
+  }),
+  defineRoute({
+    name: "groups.leave",
+    methods: ["POST"],
+    path: `${groupBase}/leave`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => ok(await services.groups.leave(caller, path.groupId)),
+  }),
+  defineRoute({
+    name: "groups.applications",
+    methods: ["GET", "POST"],
+    path: `${groupBase}/applications`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => services.groups.applications(caller, path.groupId),
+  }),
+  defineRoute({
+    name: "groups.applications.accept",
+    methods: ["POST"],
+    path: `${groupBase}/applications/:applicant/accept`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      ok(await services.groups.acceptApplication(caller, path.groupId, path.applicant)),
+  }),
+  defineRoute({
+    name: "groups.applications.decline",
+    methods: ["POST"],
+    path: `${groupBase}/applications/:applicant/decline`,
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      ok(await services.groups.declineApplication(caller, path.groupId, path.applicant)),
   }),
 ];

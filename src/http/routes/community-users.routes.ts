@@ -1,5 +1,6 @@
 import { MAX_QUERY_LENGTH } from "../../search/query.js";
 import { USER_SEARCH_SORT_FIELDS } from "../../search/search.service.js";
+import { MAX_USER_PROPERTIES_CHARS } from "../../users/user.service.js";
 import { p } from "../../validation/params.js";
 import { ok } from "../answers.js";
 import { defineRoute } from "../pipeline.js";
@@ -139,6 +140,15 @@ export const communityUsersRoutes = [
     handler: async ({ path, caller, services }) => services.groups.invitations(caller, path.username),
   }),
   defineRoute({
+    name: "users.invitation",
+    methods: ["GET", "POST"],
+    path: "/community/users/:username/invitations/:invitationId",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.groups.invitation(caller, path.username, path.invitationId),
+  }),
+  defineRoute({
     name: "users.invitations.accept",
     methods: ["POST"],
     path: "/community/users/:username/invitations/:invitationId/accept",
@@ -155,5 +165,45 @@ export const communityUsersRoutes = [
     params: {},
     handler: async ({ path, caller, services }) =>
       ok(await services.groups.declineInvitation(caller, path.username, path.invitationId)),
+  }),
+  defineRoute({
+    name: "users.tags",
+    methods: ["GET", "POST"],
+    path: "/community/users/:username/tags",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => services.items.userTags(caller, path.username),
+  }),
+  defineRoute({
+    name: "users.properties",
+    methods: ["GET", "POST"],
+    path: "/community/users/:username/properties",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => ({
+      properties: await services.users.properties(caller, path.username),
+    }),
+  }),
+  defineRoute({
+    name: "users.setProperties",
+    methods: ["POST"],
+    path: "/community/users/:username/setProperties",
+    auth: "required",
+    params: {
+      properties: p.json<Record<string, unknown>, true>(
+        { type: "object" },
+        {
+          required: true,
+          check: (v) =>
+            JSON.stringify(v).length > MAX_USER_PROPERTIES_CHARS
+              ? `must be at most ${MAX_USER_PROPERTIES_CHARS} characters as JSON`
+              : undefined,
+        },
+      ),
+    },
+    handler: async ({ params, path, caller, services }) => {
+      await services.users.setProperties(caller, path.username, params.properties);
+      return ok();
+    },
   }),
 ];

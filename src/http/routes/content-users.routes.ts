@@ -1,6 +1,11 @@
 import { boxSpec, categoryRefusal, MAX_CATEGORY_LENGTH, MAX_ITEM_CATEGORIES } from "../../content/extent.js";
 import type { ItemFields, ItemFile } from "../../content/item.service.js";
+import { MAX_INFO_FILE_BYTES } from "../../content/item-info.js";
+import { MAX_RESOURCE_BYTES, resourcePath } from "../../content/item-resources.js";
 import { itemSpecs } from "../../content/item-specs.js";
+import { relationshipTypesOf } from "../../content/relationship.service.js";
+import type { ResourceUpload } from "../../content/resource.service.js";
+import { MAX_PART_BYTES, MAX_PART_NUMBER } from "../../content/upload.service.js";
 import { errors } from "../../errors.js";
 import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
@@ -83,6 +88,86 @@ const itemOp = <const Op extends string>(op: Op) =>
     `/content/users/:username/:folderId/items/:itemId/${op}`,
   ] as const;
 
+const itemId = p.string({
+  required: true,
+  maxLength: 64,
+  pattern: /^[A-Za-z0-9]{1,64}$/,
+  patternReason: "is not an item id",
+});
+
+/**
+ * A relationship, as addRelationship and deleteRelationship take it. Esri's client sends the type
+ * as `relationshipType`; the REST reference's examples send `relationshipTypes`: both are read.
+ */
+const relationshipParams = {
+  originItemId: itemId,
+  destinationItemId: itemId,
+  relationshipType: p.string({ maxLength: 64 }),
+  relationshipTypes: p.string({ maxLength: 64 }),
+};
+
+function relationshipKey(params: {
+  originItemId: string;
+  destinationItemId: string;
+  relationshipType?: string | undefined;
+  relationshipTypes?: string | undefined;
+}) {
+  const [name, parameter] =
+    params.relationshipType !== undefined
+      ? [params.relationshipType, "relationshipType"]
+      : [params.relationshipTypes, "relationshipTypes"];
+  if (name === undefined) throw errors.missingParameter("relationshipType");
+  const [type] = relationshipTypesOf(parameter, [name]);
+  return { originId: params.originItemId, destinationId: params.destinationItemId, type: type as string };
+}
+
+/**
+ * What addResources and updateResources take: a `file` of up to 50 MB, or `text` (up to 10 million
+ * characters, percent-encoded, and 50 MB once stored) named by `fileName`, in the folder
+ * `resourcesPrefix`; `access` is `inherit` (whoever sees the item) or `private`.
+ */
+const resourceParams = {
+  fileName: p.string({ maxLength: 255 }),
+  resourcesPrefix: p.string({ maxLength: 255 }),
+  text: p.string({ maxLength: 10 * 1024 * 1024 }),
+  access: p.string({ enum: ["inherit", "private"], caseInsensitive: true }),
+};
+const resourceLimits = { bodyLimit: 32 * MB, files: { file: { maxBytes: MAX_RESOURCE_BYTES } } } as const;
+
+/** The resource a request names, with its bytes when it sends some (a `file` wins over `text`). */
+function resourceUpload(
+  params: {
+    fileName?: string | undefined;
+    resourcesPrefix?: string | undefined;
+    text?: string | undefined;
+    access?: string | undefined;
+  },
+  file: UploadedFile | undefined,
+): ResourceUpload {
+  const name = params.fileName || file?.filename;
+  if (!name) throw errors.missingParameter("fileName", "'fileName' names the resource sent as 'text'.");
+  const path = resourcePath(params.fileName ? "fileName" : "file", params.resourcesPrefix || undefined, name);
+  const access = params.access?.toLowerCase() as ResourceUpload["access"];
+  if (file) return { path, source: { path: file.path }, access };
+  if (params.text === undefined) return { path, access };
+  const data = Buffer.from(params.text, "utf8");
+  if (data.length > MAX_RESOURCE_BYTES) {
+    throw errors.invalidParameter("text", `is larger than ${MAX_RESOURCE_BYTES / MB} MB once stored`);
+  }
+  return { path, source: { data }, access };
+}
+
+/**
+ * Operations ArcGIS answers below `content/users/<u>` that portico does not (yet): a path naming
+ * one is an unknown operation ("Invalid URL"), not a folder of that name. The implemented ones
+ * are routes of their own, which the router prefers to the folder's.
+ */
+const UNANSWERED_USER_OPERATIONS: ReadonlySet<string> = new Set(
+  ["export", "publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship"].map(
+    (op) => op.toLowerCase(),
+  ),
+);
+
 const groupList = p.list({
   maxItems: 100,
   item: { pattern: /^[A-Za-z0-9]{1,64}$/, patternReason: "is not a group id" },
@@ -103,8 +188,15 @@ export const contentUsersRoutes = [
     path: ["/content/users/:username", "/content/users/:username/:folderId"],
     auth: "required",
     params: { ...pagingParams },
-    handler: async ({ params, path, caller, services }) =>
-      services.items.listUserContent(caller, path.username, path.folderId, pageOf(params)),
+    handler: async ({ params, path, caller, services, apiBase }) => {
+      // addRelationship and the like asked for with another method than theirs land here too.
+      if (path.folderId !== undefined && UNANSWERED_USER_OPERATIONS.has(path.folderId.toLowerCase())) {
+        throw errors.invalidUrl(
+          `No resource or operation at ${new URL(apiBase).pathname}/content/users/${path.username}/${path.folderId} for this method.`,
+        );
+      }
+      return services.items.listUserContent(caller, path.username, path.folderId, pageOf(params));
+    },
   }),
   defineRoute({
     name: "items.add",
@@ -116,10 +208,30 @@ export const contentUsersRoutes = [
       ...itemParams,
       title: { ...itemParams.title, required: true as const },
       type: { ...itemParams.type, required: true as const },
+      // The data comes later, in parts (addPart, commit), named `filename`.
+      multipart: p.boolean(),
+      filename: p.string({ maxLength: 255 }),
     },
     ...itemLimits,
-    handler: async ({ params, files, path, caller, services }) =>
-      ok(await services.items.add(caller, path.username, path.folderId, itemFields(params, files))),
+    handler: async ({ params, files, path, caller, services }) => {
+      const fields = itemFields(params, files);
+      if (params.multipart) {
+        if (!params.filename) {
+          throw errors.missingParameter("filename", "'filename' is required with multipart=true.");
+        }
+        if (fields.data || fields.text !== undefined) {
+          throw errors.invalidParameter(
+            "multipart",
+            "cannot be true with a 'file' or 'text': the data comes in parts",
+          );
+        }
+        // The name the data will have, checked as a resource's name is (no folders).
+        if (params.filename.includes("/")) throw errors.invalidParameter("filename", "must not contain '/'");
+        resourcePath("filename", undefined, params.filename);
+        fields.multipartFilename = params.filename;
+      }
+      return ok(await services.items.add(caller, path.username, path.folderId, fields));
+    },
   }),
   defineRoute({
     name: "items.update",
@@ -279,9 +391,193 @@ export const contentUsersRoutes = [
     path: "/content/users/:username/:folderId/delete",
     auth: "required",
     params: {},
+    handler: async ({ path, caller, services }) =>
+      ok({ folder: await services.items.deleteFolder(caller, path.username, path.folderId) }),
+  }),
+  defineRoute({
+    name: "items.updateInfo",
+    methods: ["POST"],
+    // Esri's client writes `updateinfo`, the REST reference `updateInfo`; paths match in any case.
+    path: itemOp("updateinfo"),
+    auth: "required",
+    params: { folderName: p.string({ maxLength: 64 }) },
+    files: { file: { maxBytes: MAX_INFO_FILE_BYTES } },
+    handler: async ({ params, files, path, caller, services }) => {
+      const file = files.file;
+      if (!file) throw errors.missingParameter("file", "'file' is required, uploaded as a multipart file.");
+      if (file.filename.includes("\u0000"))
+        throw errors.invalidParameter("file", `has a file name that ${NUL_REASON}`);
+      const stored = await services.items.updateInfo(
+        caller,
+        path.username,
+        path.itemId,
+        itemFile(file) as ItemFile,
+        params.folderName || undefined,
+      );
+      return ok({ itemId: path.itemId, owner: stored.owner, folder: stored.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.addResources",
+    methods: ["POST"],
+    path: itemOp("addResources"),
+    auth: "required",
+    params: resourceParams,
+    ...resourceLimits,
+    handler: async ({ params, files, path, caller, services }) => {
+      const changed = await services.resources.add(
+        caller,
+        path.username,
+        path.itemId,
+        resourceUpload(params, files.file),
+      );
+      return ok({ itemId: path.itemId, owner: changed.owner, folder: changed.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.updateResources",
+    methods: ["POST"],
+    path: itemOp("updateResources"),
+    auth: "required",
+    params: resourceParams,
+    ...resourceLimits,
+    handler: async ({ params, files, path, caller, services }) => {
+      const changed = await services.resources.update(
+        caller,
+        path.username,
+        path.itemId,
+        resourceUpload(params, files.file),
+      );
+      return ok({ itemId: path.itemId, owner: changed.owner, folder: changed.folder });
+    },
+  }),
+  defineRoute({
+    name: "items.removeResources",
+    methods: ["POST"],
+    path: itemOp("removeResources"),
+    auth: "required",
+    params: { resource: p.string({ maxLength: 512 }), deleteAll: p.boolean() },
+    handler: async ({ params, path, caller, services }) => {
+      if (params.deleteAll) {
+        await services.resources.remove(caller, path.username, path.itemId, { all: true });
+      } else {
+        if (!params.resource)
+          throw errors.missingParameter("resource", "Name a 'resource', or send deleteAll=true.");
+        // The path as listed: the folder and the name, checked as an added one is.
+        const resource = resourcePath("resource", undefined, params.resource.replace(/^\/+/, ""));
+        await services.resources.remove(caller, path.username, path.itemId, { path: resource });
+      }
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "items.addPart",
+    methods: ["POST"],
+    path: itemOp("addPart"),
+    auth: "required",
+    // Esri's client sends partNum in the query string, the file in the body.
+    params: { partNum: p.integer({ required: true, min: 1, max: MAX_PART_NUMBER }) },
+    files: { file: { maxBytes: MAX_PART_BYTES } },
+    handler: async ({ params, files, path, caller, services }) => {
+      const file = files.file;
+      if (!file) throw errors.missingParameter("file", "'file' is required, uploaded as a multipart file.");
+      await services.uploads.addPart(caller, path.username, path.itemId, params.partNum, {
+        path: file.path,
+        size: file.size,
+      });
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.parts",
+    methods: ["GET", "POST"],
+    path: itemOp("parts"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => ({
+      parts: await services.uploads.parts(caller, path.username, path.itemId),
+    }),
+  }),
+  defineRoute({
+    name: "items.commit",
+    methods: ["POST"],
+    path: itemOp("commit"),
+    auth: "required",
+    // The item's details may come with the commit (Esri's client sends its `item`).
+    params: { ...itemSpecs },
+    handler: async ({ params, path, caller, services }) => {
+      await services.uploads.commit(caller, path.username, path.itemId, {
+        title: params.title,
+        typeKeywords: params.typeKeywords,
+        description: params.description,
+        snippet: params.snippet,
+        tags: params.tags,
+        url: params.url,
+        properties: params.properties,
+      });
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.cancel",
+    methods: ["POST"],
+    path: itemOp("cancel"),
+    auth: "required",
+    params: {},
     handler: async ({ path, caller, services }) => {
-      await services.items.deleteFolder(caller, path.username, path.folderId);
-      return ok({ folder: { username: path.username, id: path.folderId } });
+      await services.uploads.cancel(caller, path.username, path.itemId);
+      return ok({ id: path.itemId });
+    },
+  }),
+  defineRoute({
+    name: "items.status",
+    methods: ["GET", "POST"],
+    path: itemOp("status"),
+    auth: "required",
+    // portico runs no job in the background: a job asked for by id has finished.
+    params: {
+      jobType: p.string({
+        enum: ["publish", "generateFeatures", "export", "createService"],
+        caseInsensitive: true,
+      }),
+      jobId: p.string({ maxLength: 64 }),
+    },
+    handler: async ({ path, caller, services }) =>
+      services.uploads.status(caller, path.username, path.itemId),
+  }),
+  defineRoute({
+    name: "items.deleteThumbnail",
+    methods: ["POST"],
+    path: itemOp("deleteThumbnail"),
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => {
+      await services.items.deleteThumbnail(caller, path.username, path.itemId);
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "relationships.add",
+    methods: ["POST"],
+    path: "/content/users/:username/addRelationship",
+    auth: "required",
+    privilege: "portal:user:createItem",
+    params: relationshipParams,
+    handler: async ({ params, path, caller, services }) => {
+      await services.relationships.add(caller, path.username, relationshipKey(params));
+      return ok();
+    },
+  }),
+  defineRoute({
+    name: "relationships.delete",
+    methods: ["POST"],
+    path: "/content/users/:username/deleteRelationship",
+    auth: "required",
+    privilege: "portal:user:createItem",
+    params: relationshipParams,
+    handler: async ({ params, path, caller, services }) => {
+      await services.relationships.delete(caller, path.username, relationshipKey(params));
+      return ok();
     },
   }),
   defineRoute({

@@ -101,6 +101,15 @@ export const restServicesRoutes = [
     handler: async ({ path, caller, services }) => services.featureServices.allLayers(caller, path.name),
   }),
   defineRoute({
+    name: "featureServer.sources",
+    methods: ["GET", "POST"],
+    path: "/services/:name/FeatureServer/sources",
+    root: "server",
+    auth: "optional",
+    params: {},
+    handler: async ({ path, caller, services }) => services.featureServices.sources(caller, path.name),
+  }),
+  defineRoute({
     name: "featureServer.query",
     methods: ["GET", "POST"],
     path: layerPath("query"),

@@ -272,6 +272,10 @@ describe(`the database invariant checker (${engine})`, () => {
         })
         .execute();
       await trx
+        .insertInto("group_applications")
+        .values({ group_id: "badgroup", user_id: admin.id, username: ADMIN.username, received: now })
+        .execute();
+      await trx
         .insertInto("tokens")
         .values({
           token_hash: "badtoken",
@@ -347,6 +351,7 @@ describe(`the database invariant checker (${engine})`, () => {
       /^service item: feature_services bad name: item type Web Map/,
       /^service layers: feature_services bad name: duplicate ids/,
       /^invitation: group_invitations of badgroup/,
+      /^application: group_applications of badgroup/,
       /^token: tokens of /,
       /^file: item_files baditem data: size 10 but its chunks hold 3 bytes/,
       /^file: item_files baditem data: the item's size is 0/,

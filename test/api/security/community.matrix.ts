@@ -36,6 +36,9 @@ import {
  * their members, users, their profiles and their invitations.
  */
 
+/** A refusal that is no matter of privilege: leaving a group one is not in. */
+const NOT_A_MEMBER = { code: 400, messageCode: "GEN_0002" };
+
 /** Group owner, group manager or administrator (update, invite, addUsers, removeUsers). */
 const GROUP_MANAGERS = [c("own", SIGNED_IN), c("manager", SIGNED_IN), c("other", ADMINS)];
 /** Group owner or administrator; group managers may not (delete, protect, updateUsers). */
@@ -81,6 +84,7 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "groups.users": [c("own", SIGNED_IN), c("manager", SIGNED_IN), c("other", ADMINS)],
   // A user's invitations: theirs, or an administrator's; only the invited user answers one.
   "users.invitations": OWNER_OR_ADMIN,
+  "users.invitation": OWNER_OR_ADMIN,
   "users.invitations.accept": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   "users.invitations.decline": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
 
@@ -99,6 +103,20 @@ const EXPECTED: Record<string, readonly Case[]> = {
   ],
   "groups.assignCategorySchema": GROUP_MANAGERS,
   "groups.deleteCategorySchema": GROUP_MANAGERS,
+  // A user's tags and properties: theirs, or an administrator's (viewItems, viewUsers, updateUsers).
+  "users.tags": OWNER_OR_ADMIN,
+  "users.properties": OWNER_OR_ADMIN,
+  "users.setProperties": OWNER_OR_ADMIN,
+  // The paged members list: as groups.users.
+  "groups.userList": [c("own", SIGNED_IN), c("manager", SIGNED_IN), c("other", ADMINS)],
+  // Any signed-in member may ask to join a group they see (a join request here).
+  "groups.join": [c("other", SIGNED_IN)],
+  // Members leave; one who is not in the group cannot.
+  "groups.leave": [c("manager", SIGNED_IN), c("other", row(E499, NOT_A_MEMBER, NOT_A_MEMBER, NOT_A_MEMBER))],
+  // Join requests are the group managers' (ArcGIS: "group owners and managers"), and administrators'.
+  "groups.applications": GROUP_MANAGERS,
+  "groups.applications.accept": GROUP_MANAGERS,
+  "groups.applications.decline": GROUP_MANAGERS,
 };
 
 /** A notification for `user`, sent by the administrator; answers its id. */
@@ -139,6 +157,16 @@ async function invitationAnswer(ctx: CallContext): Promise<Call> {
   return {
     path: { username: invited.username, invitationId: await invitationOf(invited.username, groupId) },
     check: (r) => expect(r.groupId).toBe(groupId),
+  };
+}
+
+/** A fresh group of the target's owner (see `targetGroup`) to which `invitee` asked to join. */
+async function applicationTo(ctx: CallContext): Promise<Call> {
+  const { id } = await targetGroup(ctx);
+  await as(acct.invitee, `/community/groups/${id}/join`);
+  return {
+    path: { groupId: id, applicant: acct.invitee.username },
+    check: (r) => expect(r).toMatchObject({ username: acct.invitee.username, groupId: id }),
   };
 }
 
@@ -238,6 +266,10 @@ const SETUP: Record<string, Setup> = {
     path: { username: ctx.on === "own" ? ctx.me.username : acct.invitee.username },
     check: (r) => expect(Array.isArray(r.userInvitations)).toBe(true),
   }),
+  "users.invitation": async (ctx) => {
+    const call = await invitationAnswer(ctx);
+    return { ...call, check: (r) => expect(r.id).toBe(call.path?.invitationId) };
+  },
   "users.invitations.accept": invitationAnswer,
   "users.invitations.decline": invitationAnswer,
 
@@ -291,6 +323,49 @@ const SETUP: Record<string, Setup> = {
         }),
     };
   },
+  "users.tags": async (ctx) => ({
+    path: { username: holder(ctx).username },
+    check: (r) => expect(Array.isArray(r.tags)).toBe(true),
+  }),
+  "users.properties": async (ctx) => ({
+    path: { username: holder(ctx).username },
+    check: (r) => expect(typeof r.properties).toBe("object"),
+  }),
+  "users.setProperties": async (ctx) => {
+    const username = holder(ctx).username;
+    const mark = uid();
+    return {
+      path: { username },
+      params: { properties: JSON.stringify({ mark }) },
+      check: async () =>
+        expect(
+          (await portal.get(`/community/users/${username}/properties`, {}, bootstrap.token)).properties,
+        ).toEqual({ mark }),
+    };
+  },
+  "groups.userList": async (ctx) => {
+    const id =
+      ctx.on === "own" ? ownGroupOf(holder(ctx)) : ctx.on === "manager" ? managedGroup : ownGroup.owner;
+    return { path: { groupId: id }, check: (r) => expect(r.total).toBeGreaterThan(0) };
+  },
+  "groups.join": async () => {
+    const id = await newGroup(acct.owner);
+    return { path: { groupId: id }, check: (r) => expect(r.groupId).toBe(id) };
+  },
+  "groups.leave": async (ctx) => {
+    const { id } = await targetGroup(ctx);
+    return { path: { groupId: id }, check: (r) => expect(r.groupId).toBe(id) };
+  },
+  "groups.applications": async (ctx) => {
+    const call = await applicationTo(ctx);
+    return {
+      path: { groupId: call.path?.groupId ?? "" },
+      check: (r) =>
+        expect(r.applications.map((a: { username: string }) => a.username)).toEqual([acct.invitee.username]),
+    };
+  },
+  "groups.applications.accept": applicationTo,
+  "groups.applications.decline": applicationTo,
 };
 
 export const communityArea: Area = {

@@ -13,6 +13,7 @@ import {
   holder,
   ITEM_HIDDEN,
   NOBODY_ELSE,
+  newGroup,
   newItem,
   newOwnGroups,
   OK,
@@ -20,6 +21,7 @@ import {
   ownGroup,
   ownGroupOf,
   PUBLISHERS,
+  portal,
   row,
   type Setup,
   SIGNED_IN,
@@ -70,6 +72,17 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "items.reassign": [c("own", ADMINS), c("other", ADMINS)],
   "items.share": ITEM_OWNER_OR_ADMIN,
   "items.unshare": ITEM_OWNER_OR_ADMIN,
+  // ArcGIS "share item as group admin": a group's owner or manager shares an item they see into
+  // that group; administrators with the share privileges any item into any group. Another
+  // member's private item is hidden from the rest.
+  "items.shareAsGroupManager": [
+    c("manager", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.unshareAsGroupManager": [
+    c("manager", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
   "content.shareItems": OWNER_OR_ADMIN,
   "content.unshareItems": OWNER_OR_ADMIN,
   "folders.create": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
@@ -80,6 +93,57 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "comments.list": [c("other", SIGNED_IN)],
   "comments.update": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   "comments.delete": [c("own", SIGNED_IN), c("ownItem", SIGNED_IN), c("other", ADMINS)],
+
+  // The info folder is read as the item is; iteminfo.xml is made from the item, metadata stored.
+  "items.info": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.metadata": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  // ArcGIS: "Only shows the groups that the calling user can access", of an item the caller sees.
+  "items.groups": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.relatedItems": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  // updateinfo and deleteThumbnail change the item: its owner or an administrator.
+  "items.updateInfo": ITEM_OWNER_OR_ADMIN,
+  "items.deleteThumbnail": ITEM_OWNER_OR_ADMIN,
+  // Resources are read as the item is (private ones aside, test/api/item-resources.test.ts);
+  // changing them changes the item: its owner or an administrator.
+  "items.resources": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.resource": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
+  "items.addResources": ITEM_OWNER_OR_ADMIN,
+  "items.updateResources": ITEM_OWNER_OR_ADMIN,
+  "items.removeResources": ITEM_OWNER_OR_ADMIN,
+  // An upload in parts is the item's owner's or an administrator's, status included (ArcGIS).
+  "items.addPart": ITEM_OWNER_OR_ADMIN,
+  "items.parts": ITEM_OWNER_OR_ADMIN,
+  "items.commit": ITEM_OWNER_OR_ADMIN,
+  "items.cancel": ITEM_OWNER_OR_ADMIN,
+  "items.status": ITEM_OWNER_OR_ADMIN,
+  // Relationships are added in one's own content, from an item one owns, and deleted by whoever
+  // added them (ArcGIS: "Users can only delete relationships they create").
+  "relationships.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
+  "relationships.delete": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
 
   // Searches narrow what they return; they refuse no one (README).
   "search.items": [c("org", EVERYONE)],
@@ -102,6 +166,85 @@ async function newFolder(owner: Account): Promise<string> {
   return r.folder.id as string;
 }
 
+/** Metadata of an item, uploaded by its owner as clients do (`updateinfo`, multipart). */
+async function addMetadata(owner: Account, itemId: string): Promise<void> {
+  const body = new FormData();
+  body.append("f", "json");
+  body.append("token", owner.token);
+  body.append("folderName", "metadata");
+  body.append("file", new Blob(["<metadata/>"]), "metadata.xml");
+  const res = await fetch(`${portal.api}/content/users/${owner.username}/items/${itemId}/updateinfo`, {
+    method: "POST",
+    body,
+  });
+  const r = (await res.json()) as any;
+  if (!r.success) throw new Error(`updateinfo: ${JSON.stringify(r)}`);
+}
+
+/** A resource of an item, added by its owner as Esri's client does (text with a fileName). */
+async function addResource(owner: Account, itemId: string): Promise<void> {
+  const r = await as(owner, `/content/users/${owner.username}/items/${itemId}/addResources`, {
+    text: "read me",
+    fileName: "readme.txt",
+    resourcesPrefix: "notes",
+  });
+  if (!r.success) throw new Error(`addResources: ${JSON.stringify(r)}`);
+}
+
+/** A fresh item (see `onFreshItem`) with a resource, `notes/readme.txt`. */
+const onItemWithResource =
+  (params: Record<string, unknown>): Setup =>
+  async (ctx) => {
+    const setup = await onFreshItem(async () => params)(ctx);
+    const owner = holder(ctx);
+    await addResource(owner, (setup.path as { itemId: string }).itemId);
+    return setup;
+  };
+
+/**
+ * A fresh item of the target's owner added with `multipart=true` (shared as `freshItem` says),
+ * with part 1 stored when `withPart`, and the parameters of the call on it.
+ */
+const onUploadingItem =
+  (withPart: boolean, params: Record<string, unknown> = {}): Setup =>
+  async (ctx) => {
+    const owner = holder(ctx);
+    const r = await as(owner, `/content/users/${owner.username}/addItem`, {
+      title: `Uploading ${uid()}`,
+      type: "CSV",
+      multipart: true,
+      filename: "data.csv",
+    });
+    if (!r.success) throw new Error(`addItem: ${JSON.stringify(r)}`);
+    if (ctx.on === "other")
+      await as(owner, `/content/users/${owner.username}/items/${r.id}/share`, { org: true });
+    if (withPart) {
+      const body = new FormData();
+      body.append("f", "json");
+      body.append("token", owner.token);
+      body.append("file", new Blob(["a,b\n"]), "part");
+      const res = await fetch(
+        `${portal.api}/content/users/${owner.username}/items/${r.id}/addPart?partNum=1`,
+        {
+          method: "POST",
+          body,
+        },
+      );
+      const added = (await res.json()) as any;
+      if (!added.success) throw new Error(`addPart: ${JSON.stringify(added)}`);
+    }
+    return { path: { username: owner.username, itemId: r.id as string }, params };
+  };
+
+/** Two items of `owner` related by Map2Service, added by the owner. */
+async function newRelationship(owner: Account) {
+  const originItemId = await newItem(owner);
+  const destinationItemId = await newItem(owner);
+  const relationship = { originItemId, destinationItemId, relationshipType: "Map2Service" };
+  await as(owner, `/content/users/${owner.username}/addRelationship`, relationship);
+  return relationship;
+}
+
 async function newComment(author: Account, itemId: string): Promise<string> {
   const r = await as(author, `/content/items/${itemId}/addComment`, { comment: `note ${uid()}` });
   return r.commentId as string;
@@ -122,6 +265,20 @@ const onFreshItem =
     const id = await freshItem(ctx, owner);
     return { path: { username: owner.username, itemId: id }, params: await params(owner) };
   };
+
+/**
+ * For sharing by group managers: a fresh item of `owner` (shared with the organization for
+ * `manager`, private for `private`) and a fresh group of `owner`, which the caller manages for
+ * `manager` and is no member of for `private`.
+ */
+async function managedShare(ctx: CallContext): Promise<{ itemId: string; groupId: string }> {
+  const itemId = await newItem(acct.owner, ctx.on === "manager" ? "org" : "private");
+  const groupId = await newGroup(acct.owner);
+  if (ctx.on === "manager" && ctx.who !== "anonymous") {
+    await as(acct.owner, `/community/groups/${groupId}/addUsers`, { admins: ctx.me.username });
+  }
+  return { itemId, groupId };
+}
 
 const readItem =
   (extra: Record<string, string> = {}): Setup =>
@@ -169,6 +326,23 @@ const SETUP: Record<string, Setup> = {
       check: (r) => expect(r.notUnsharedFrom).toEqual([]),
     };
   },
+  "items.shareAsGroupManager": async (ctx) => {
+    const { itemId, groupId } = await managedShare(ctx);
+    return {
+      path: { itemId },
+      params: { groups: groupId },
+      check: (r) => expect(r).toMatchObject({ itemId, notSharedWith: [] }),
+    };
+  },
+  "items.unshareAsGroupManager": async (ctx) => {
+    const { itemId, groupId } = await managedShare(ctx);
+    await as(acct.owner, `/content/users/${acct.owner.username}/items/${itemId}/share`, { groups: groupId });
+    return {
+      path: { itemId },
+      params: { groups: groupId },
+      check: (r) => expect(r).toMatchObject({ itemId, notUnsharedFrom: [] }),
+    };
+  },
   "content.shareItems": async (ctx) => {
     const owner = holder(ctx);
     const id = await newItem(owner);
@@ -198,6 +372,69 @@ const SETUP: Record<string, Setup> = {
   "folders.delete": async (ctx) => {
     const owner = holder(ctx);
     return { path: { username: owner.username, folderId: await newFolder(owner) } };
+  },
+  "items.info": readItem({ fileName: "iteminfo.xml" }),
+  "items.metadata": readItem(),
+  "items.groups": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    check: (r) => expect(Array.isArray(r.other)).toBe(true),
+  }),
+  "items.relatedItems": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    params: { relationshipTypes: "Map2Service", direction: "forward" },
+    check: (r) => expect(r.relatedItems).toEqual([]),
+  }),
+  "items.updateInfo": async (ctx) => ({
+    ...(await onFreshItem()(ctx)),
+    files: { file: { name: "config.json", type: "application/json", bytes: Buffer.from("{}") } },
+    check: (r) => expect(r.itemId).toBeTruthy(),
+  }),
+  "items.deleteThumbnail": onFreshItem(),
+  "items.resources": async (ctx) => ({
+    ...(await readItem()(ctx)),
+    check: (r) => expect(r.resources).toEqual([expect.objectContaining({ resource: "notes/readme.txt" })]),
+  }),
+  // The template with one folder: `resources/:s1/:s2`.
+  "items.resource": async (ctx) => ({
+    ...(await readItem({ s1: "notes", s2: "readme.txt" })(ctx)),
+    variant: 1,
+  }),
+  "items.addResources": onFreshItem(async () => ({ text: "{}", fileName: "config.json" })),
+  "items.updateResources": onItemWithResource({
+    text: "changed",
+    fileName: "readme.txt",
+    resourcesPrefix: "notes",
+  }),
+  "items.removeResources": onItemWithResource({ resource: "notes/readme.txt" }),
+  "items.addPart": async (ctx) => ({
+    ...(await onUploadingItem(false, { partNum: 1 })(ctx)),
+    files: { file: { name: "part", type: "application/octet-stream", bytes: Buffer.from("a,b\n") } },
+    check: (r) => expect(r.id).toBeTruthy(),
+  }),
+  "items.parts": async (ctx) => ({
+    ...(await onUploadingItem(true)(ctx)),
+    check: (r) => expect(r.parts).toEqual([1]),
+  }),
+  "items.commit": onUploadingItem(true),
+  "items.cancel": onUploadingItem(true),
+  "items.status": async (ctx) => ({
+    ...(await onUploadingItem(false)(ctx)),
+    check: (r) => expect(r.status).toBe("partial"),
+  }),
+  "relationships.add": async (ctx) => {
+    const owner = holder(ctx);
+    return {
+      path: { username: owner.username },
+      params: {
+        originItemId: await newItem(owner),
+        destinationItemId: await newItem(owner),
+        relationshipType: "Map2Service",
+      },
+    };
+  },
+  "relationships.delete": async (ctx) => {
+    const owner = holder(ctx);
+    return { path: { username: owner.username }, params: await newRelationship(owner) };
   },
   "comments.add": async () => ({ path: { itemId: orgItem }, params: { comment: `hello ${uid()}` } }),
   "comments.list": async () => ({
@@ -254,6 +491,12 @@ export const contentArea: Area = {
   async prepare() {
     for (const n of ["member", "publisher", "admin", "owner"] as const) ownItem[n] = await newItem(acct[n]);
     orgItem = await newItem(acct.owner, "org");
+    for (const n of ["member", "publisher", "admin", "owner"] as const)
+      await addMetadata(acct[n], ownItem[n]);
+    await addMetadata(acct.owner, orgItem);
+    for (const n of ["member", "publisher", "admin", "owner"] as const)
+      await addResource(acct[n], ownItem[n]);
+    await addResource(acct.owner, orgItem);
     // Sharing and unsharing use the callers' groups; a group's content is read from them.
     await newOwnGroups();
   },

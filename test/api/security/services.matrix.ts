@@ -61,6 +61,11 @@ const EXPECTED: Record<string, readonly Case[]> = {
     c("other", SIGNED_IN),
     c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
   ],
+  "featureServer.sources": [
+    c("own", SIGNED_IN),
+    c("other", SIGNED_IN),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
   // Layer data is read as the service's item is shared (the services here allow Query)...
   "featureServer.query": [
     c("own", SIGNED_IN),
@@ -153,6 +158,10 @@ const SETUP: Record<string, Setup> = {
     params: { addToDefinition: { layers: [{ name: `Layer ${uid()}`, geometryType: "esriGeometryPoint" }] } },
   }),
   "featureServer.layers": readService(),
+  "featureServer.sources": async (ctx) => ({
+    ...(await readService()(ctx)),
+    check: (r) => expect(r.services).toEqual([]),
+  }),
   "featureServer.query": async (ctx) => ({
     ...(await readService({ layerId: "0" })(ctx)),
     params: { where: "1=1", returnCountOnly: true },
