@@ -33,32 +33,28 @@ usePortal(communityArea);
 describeMatrix(communityArea);
 
 /** Values for any route's `:params`: enough to reach authentication, which comes first. */
+/**
+ * Every path parameter of every route, filled with a value that names nothing, so that a new
+ * route's parameters need no entry here: ids are 32 hexadecimal digits, the rest a plain name.
+ */
+const PROBE_PATH: Record<string, string> = Object.fromEntries(
+  allRoutes
+    .flatMap((route) => (Array.isArray(route.path) ? route.path : [route.path]))
+    .flatMap((template) => [...template.matchAll(/:(\w+)/g)].map((m) => m[1] as string))
+    .map((name) => [name, /Id$/.test(name) ? "0123456789abcdef0123456789abcdef" : "nothing_here"]),
+);
+
 function probeCall(username: string, variant: number): Call {
-  const id = "0123456789abcdef0123456789abcdef";
   return {
     variant,
     path: {
+      ...PROBE_PATH,
       portalId: "self",
       username,
-      folderId: id,
-      itemId: id,
-      name: "nothing_here",
+      applicant: username,
       layerId: "0",
       objectId: "1",
       attachmentId: "1",
-      commentId: id,
-      groupId: id,
-      invitationId: id,
-      notificationId: id,
-      applicant: username,
-      folderName: "nothing_here",
-      fileName: "nothing_here.json",
-      roleId: id,
-      webhookId: id,
-      collaborationId: id,
-      participantId: id,
-      workspaceId: id,
-      syncId: id,
       op: "state",
     },
   };
