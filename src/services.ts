@@ -110,7 +110,9 @@ export function createServices(db: Db, options: ServiceOptions): Services {
       },
       hasher,
     ),
-    users: new UserService(db, portal, hasher, (userId, username) => groups.groupsOf(userId, username)),
+    users: new UserService(db, portal, hasher, (userId, username, seenBy) =>
+      groups.groupsOf(userId, username, seenBy),
+    ),
     roles: new RoleService(db),
     items,
     sharing: new SharingService(db, portal, items),

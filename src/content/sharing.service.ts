@@ -53,7 +53,8 @@ export class SharingService {
 
   /**
    * `content/items/<id>/share`, the path of callers who do not own the item: a group's owner or
-   * manager shares any item they can see into that group, an administrator with
+   * manager shares an item they can see into that group, if the whole organization sees it already
+   * or its owner is a member of the group; an administrator with
    * `portal:admin:shareToGroup` any item into any group (ArcGIS's "share item as group admin").
    * Groups the caller does not manage come back in `notSharedWith`; the owner, calling here, has
    * the owner's rules.
@@ -63,7 +64,12 @@ export class SharingService {
       const { item, owns } = await this.itemForGroupManager(trx, caller, itemId);
       const mayShare = owns
         ? (groupId: string) => this.mayShareInto(trx, caller, groupId)
-        : (groupId: string) => this.managesSharingIn(trx, caller, groupId);
+        : async (groupId: string) =>
+            (await this.managesSharingIn(trx, caller, groupId)) &&
+            (caller.privileges.has("portal:admin:shareToGroup") ||
+              item.access === "org" ||
+              item.access === "public" ||
+              (await this.isMember(trx, groupId, item.owner_id)));
       return this.shareOne(trx, caller, item, { groups }, false, mayShare);
     });
     return { notSharedWith, itemId };
@@ -263,6 +269,21 @@ export class SharingService {
       if (!canViewItem(viewer, item, await sharedGroupIds(trx, itemId))) throw errors.itemNotFound(itemId);
     }
     return { item, owns };
+  }
+
+  /**
+   * Whether the user belongs to the group. A group manager shares an item the organization cannot
+   * already see (private, or shared with some groups) only into a group its owner belongs to:
+   * seeing an item through some other group must not let anyone widen who sees it.
+   */
+  private async isMember(trx: Trx, groupId: string, userId: string): Promise<boolean> {
+    const row = await trx
+      .selectFrom("group_members")
+      .select("user_id")
+      .where("group_id", "=", groupId)
+      .where("user_id", "=", userId)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /**

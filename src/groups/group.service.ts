@@ -521,12 +521,21 @@ export class GroupService {
    * The groups a user belongs to as group resources, each with that user's membership: the
    * `groups` of the user's own resource (`community/self`, `community/users/<u>`).
    */
-  async groupsOf(userId: string, username: string): Promise<Record<string, unknown>[]> {
+  async groupsOf(
+    userId: string,
+    username: string,
+    seenBy: Caller | null,
+  ): Promise<Record<string, unknown>[]> {
     const org = await this.portal.get();
     const rows = await listGroupsOfUser(this.db.kysely, userId, MAX_GROUPS_LISTED);
-    return rows.map(({ member_type, ...row }) =>
-      groupJson(row, org.id, { username, memberType: member_type as MemberType }),
-    );
+    // Another caller (an administrator who views users) sees only the groups they may see
+    // anyway: viewing users does not open private groups (that is `portal:admin:viewGroups`).
+    const viewer = seenBy && seenBy.userId !== userId ? await this.items.viewer(seenBy) : undefined;
+    return rows
+      .filter((row) => viewer === undefined || canViewGroup(viewer, row))
+      .map(({ member_type, ...row }) =>
+        groupJson(row, org.id, { username, memberType: member_type as MemberType }),
+      );
   }
 
   /**
@@ -535,7 +544,7 @@ export class GroupService {
    * other group they can see; an invitation-only group they cannot ask to join at all.
    */
   async join(caller: Caller | null, id: string): Promise<{ groupId: string; joined: boolean }> {
-    if (caller === null) throw errors.tokenRequired();
+    requirePrivilege(caller, "portal:user:joinGroup");
     const now = Date.now();
     return this.db.transaction(async (trx) => {
       const { row, membership } = await this.visible(trx, caller, id);

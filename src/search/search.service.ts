@@ -59,6 +59,10 @@ export const USER_SEARCH_SORT_FIELDS: Readonly<Record<string, UserSortColumn>> =
   role: "role",
 };
 
+/** User fields only callers with `portal:admin:viewUsers` may search or sort by. */
+const ADMIN_ONLY_USER_FIELDS: ReadonlySet<string> = new Set(["email", "role"]);
+const ADMIN_ONLY_USER_SORTS: ReadonlySet<string> = new Set(["lastlogin", "role"]);
+
 export interface SearchRequest {
   q: string | undefined;
   sortField: string | undefined;
@@ -179,7 +183,7 @@ export class SearchService {
    * every member, with the full resource) and `community/users` (any signed-in caller: themselves
    * and members whose profile is not private, as `community/users/<u>` shows them). `q` words
    * match username and full name; `filter` matches whole field values. Only callers who view
-   * users may search by `email`, so an address cannot be probed. Ordered by username unless
+   * users may search by `email` or `role` or sort by `lastlogin` or `role`. Ordered by username unless
    * `sortField` says otherwise.
    */
   async searchUsers(
@@ -189,8 +193,18 @@ export class SearchService {
   ) {
     if (scope === "org") requirePrivilege(caller, "portal:admin:viewUsers");
     else if (caller === null) throw errors.tokenRequired();
+    if (scope === "community") requirePrivilege(caller, "portal:user:viewOrgUsers");
     const viewsUsers = caller.privileges.has("portal:admin:viewUsers");
-    const fields = viewsUsers ? USER_FIELDS : USER_FIELDS.filter((f) => f !== "email");
+    // A member's view of another user shows neither address, role nor last sign-in: searching or
+    // sorting by them would tell what the view hides (who the administrators are, who signed in
+    // when).
+    const fields = viewsUsers ? USER_FIELDS : USER_FIELDS.filter((f) => !ADMIN_ONLY_USER_FIELDS.has(f));
+    if (!viewsUsers && request.sortField !== undefined && ADMIN_ONLY_USER_SORTS.has(request.sortField)) {
+      throw errors.invalidParameter(
+        "sortField",
+        `cannot be ${request.sortField}: only administrators who view users sort by it`,
+      );
+    }
     const node = parseQuery(request.q ?? "", fields);
     const filter = request.filter ? parseFilter(request.filter, fields) : ({ kind: "all" } as const);
     const org = await this.portal.get();

@@ -77,7 +77,11 @@ export interface UserPage extends Page {
  * The groups of a user as group resources with the user's membership, from the groups layer
  * above (`GroupService.groupsOf`), handed in by `createServices`.
  */
-export type GroupsOf = (userId: string, username: string) => Promise<Record<string, unknown>[]>;
+export type GroupsOf = (
+  userId: string,
+  username: string,
+  seenBy: Caller | null,
+) => Promise<Record<string, unknown>[]>;
 
 /** Largest `properties` object a user may store, as JSON text (`setProperties`). */
 export const MAX_USER_PROPERTIES_CHARS = 64 * 1024;
@@ -174,7 +178,7 @@ export class UserService {
     if (view !== "full") return json;
     return {
       ...json,
-      groups: await this.groupsOf(row.id, row.username),
+      groups: await this.groupsOf(row.id, row.username, caller),
       ...(await this.lockouts(caller, [row], org)).get(row.id),
     };
   }
@@ -186,7 +190,7 @@ export class UserService {
       if (!row) return undefined;
       const org = await this.portal.get();
       const json = userJson(row, org.id, "full", await this.customPrivileges([row]));
-      return Object.freeze({ ...json, groups: await this.groupsOf(row.id, row.username) });
+      return Object.freeze({ ...json, groups: await this.groupsOf(row.id, row.username, caller) });
     });
     if (!self) throw errors.invalidToken();
     return self;

@@ -88,7 +88,11 @@ describe("group membership", () => {
   });
 
   it("adds a member who joins an autoJoin group, with the addUsers event", async () => {
-    const group = await createGroup(owner.token, { title: "Open Door", access: "org", autoJoin: true });
+    const group = await createGroup(owner.token, {
+      title: "Open Door",
+      access: "org",
+      autoJoin: true,
+    });
     expect((await portal.get(`/community/groups/${group.id}`, {}, owner.token)).autoJoin).toBe(true);
     const r = await portal.post(`/community/groups/${group.id}/join`, {}, joiner.token);
     expect(r).toEqual({ success: true, groupId: group.id });
@@ -346,6 +350,91 @@ describe("group membership", () => {
       manager.token,
     );
     expect(badGroup.error.message).toMatch(/'groups'/);
+  });
+
+  it("refuses a manager sharing an item they see through another group into a group its owner is not in", async () => {
+    // The owner shares a private item with one group only; a member of it manages a group of
+    // their own. Sharing into that group would show the item to people the owner never chose.
+    const through = await createGroup(outsider.token, { title: "Only Here", access: "org" });
+    await portal.post(`/community/groups/${through.id}/addUsers`, { users: joiner.username }, outsider.token);
+    const item = await portal.post(
+      `/content/users/${outsider.username}/addItem`,
+      { title: "For One Group", type: "Web Map", text: "{}" },
+      outsider.token,
+    );
+    await portal.post(
+      `/content/users/${outsider.username}/items/${item.id}/share`,
+      { groups: through.id },
+      outsider.token,
+    );
+    const own = await createGroup(joiner.token, { title: "Joiner's Own", access: "org" });
+    await portal.post(`/community/groups/${own.id}/addUsers`, { users: member.username }, joiner.token);
+    const widened = await portal.post(`/content/items/${item.id}/share`, { groups: own.id }, joiner.token);
+    expect(widened).toEqual({ notSharedWith: [own.id], itemId: item.id });
+    const seen = await portal.get(`/content/items/${item.id}`, {}, member.token);
+    expect(seen.error?.code).toBe(400);
+  });
+
+  it("shows an administrator who views users only the groups of a user they may see", async () => {
+    const role = await portal.post("/portals/self/createRole", { name: "User Viewer" }, portal.adminToken);
+    await portal.post(
+      `/portals/self/roles/${role.id}/setPrivileges`,
+      { privileges: { privileges: ["portal:admin:viewUsers", "portal:user:joinGroup"] } },
+      portal.adminToken,
+    );
+    const viewer = await portal.addUser("gm_user_viewer");
+    await portal.post(
+      "/portals/self/updateUserRole",
+      { user: viewer.username, role: role.id },
+      portal.adminToken,
+    );
+    const secret = await createGroup(owner.token, { title: "Secret Plans", access: "private" });
+    const open = await createGroup(owner.token, { title: "Open Plans", access: "org" });
+    const listed = await portal.get(`/community/users/${owner.username}`, {}, viewer.token);
+    const ids = listed.groups.map((g: { id: string }) => g.id);
+    expect(ids).toContain(open.id);
+    expect(ids).not.toContain(secret.id);
+    // The owner still sees both in their own resource.
+    const self = await portal.get("/community/self", {}, owner.token);
+    expect(self.groups.map((g: { id: string }) => g.id)).toEqual(
+      expect.arrayContaining([secret.id, open.id]),
+    );
+  });
+
+  it("refuses joining to a role without portal:user:joinGroup, and member user searches by role or last sign-in", async () => {
+    const role = await portal.post("/portals/self/createRole", { name: "No Joining" }, portal.adminToken);
+    await portal.post(
+      `/portals/self/roles/${role.id}/setPrivileges`,
+      { privileges: { privileges: ["portal:user:createItem"] } },
+      portal.adminToken,
+    );
+    const limited = await portal.addUser("gm_no_join");
+    await portal.post(
+      "/portals/self/updateUserRole",
+      { user: limited.username, role: role.id },
+      portal.adminToken,
+    );
+    const { token } = limited;
+    const group = await createGroup(owner.token, {
+      title: "Door Without Joining",
+      access: "org",
+      autoJoin: true,
+    });
+    const join = await portal.post(`/community/groups/${group.id}/join`, {}, token);
+    expect(join.error.code).toBe(403);
+    const search = await portal.get("/community/users", { q: "*" }, token);
+    expect(search.error.code).toBe(403);
+
+    const byRole = await portal.get("/community/users", { q: "role:org_admin" }, member.token);
+    expect(byRole.error.message).toMatch(/'q'/);
+    const byLastLogin = await portal.get(
+      "/community/users",
+      { q: "*", sortField: "lastlogin" },
+      member.token,
+    );
+    expect(byLastLogin.error.message).toMatch(/'sortField'/);
+    const asAdmin = await portal.get("/community/users", { q: "role:org_admin" }, portal.adminToken);
+    expect(asAdmin.error).toBeUndefined();
   });
 
   it("gives invitations their email, type, dates and expiration, one by id, and lets them expire", async () => {

@@ -269,6 +269,7 @@ export const communityGroupsRoutes = [
     methods: ["POST"],
     path: `${groupBase}/join`,
     auth: "required",
+    privilege: "portal:user:joinGroup",
     params: {},
     handler: async ({ path, caller, services }) => {
       const { groupId } = await services.groups.join(caller, path.groupId);

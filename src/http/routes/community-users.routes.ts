@@ -14,6 +14,7 @@ export const communityUsersRoutes = [
     path: "/community/users",
     // The ArcGIS reference: "only available to authenticated users".
     auth: "required",
+    privilege: "portal:user:viewOrgUsers",
     params: { ...searchParams(USER_SEARCH_SORT_FIELDS), filter: p.string({ maxLength: MAX_QUERY_LENGTH }) },
     handler: async ({ params, caller, services }) =>
       services.search.searchUsers(caller, { ...searchRequest(params), filter: params.filter }, "community"),
