@@ -244,6 +244,40 @@ export class FeatureServices {
     return layer;
   }
 
+  /**
+   * The admin resource, `/rest/admin/services/<name>/FeatureServer`: the service resource with
+   * `adminServiceInfo`, read by the owner or an administrator (as they alone may change it).
+   */
+  async adminService(caller: Caller | null, name: string): Promise<Record<string, unknown>> {
+    if (caller === null) throw errors.tokenRequired();
+    const { row, owner } = await this.open(caller, name);
+    if (owner.id !== caller.userId && !caller.privileges.has("portal:admin:updateItems")) {
+      throw errors.forbidden(`Only the owner or an administrator may administer service '${row.name}'.`);
+    }
+    return {
+      adminServiceInfo: { name: row.name, type: "FeatureServer", status: "Started" },
+      ...serviceJson(stored(row), row.item_id),
+    };
+  }
+
+  /**
+   * `<layer>/queryRelatedRecords`. Hosted layers here take part in no relationship (their
+   * resources list `relationships: []`), so every `relationshipId` is one the layer does not have,
+   * which ArcGIS refuses as a bad parameter; a missing service or layer answers as for a query.
+   */
+  async queryRelatedRecords(
+    caller: Caller | null,
+    name: string,
+    layerId: string,
+    relationshipId: number,
+  ): Promise<never> {
+    await this.layer(caller, name, layerId);
+    throw errors.invalidParameter(
+      "relationshipId",
+      `${relationshipId} is not a relationship of layer ${layerId}`,
+    );
+  }
+
   /** `FeatureServer/layers`: every layer and table resource of the service. */
   async allLayers(caller: Caller | null, name: string): Promise<Record<string, unknown>> {
     const row = await this.visible(caller, name);

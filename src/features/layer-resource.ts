@@ -73,6 +73,14 @@ export function layerResource(input: LayerResourceInput): Record<string, unknown
     id: schema.id,
     type: definition.type ?? (isLayer ? "Feature Layer" : "Table"),
     serviceItemId: input.serviceItemId,
+    // Hosted layers here take part in no relationship (queryRelatedRecords refuses every id), and
+    // their data is neither versioned, archived nor tracked for replicas.
+    relationships: [],
+    isDataVersioned: false,
+    isDataArchived: false,
+    isDataBranchVersioned: false,
+    isDataReplicaTracked: false,
+    syncCanReturnChanges: false,
     ...(isLayer
       ? {
           geometryType: schema.geometryType,

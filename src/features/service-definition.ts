@@ -912,6 +912,18 @@ const WEB_MERCATOR: SpatialReference = { wkid: 102100, latestWkid: 3857 };
 const WEB_MERCATOR_WORLD = 20037508.342789244;
 
 /** The service resource at `<serviceurl>?f=json`. */
+/** `editorTrackingInfo` of a service that did not set it. */
+const NO_EDITOR_TRACKING = {
+  enableEditorTracking: false,
+  enableOwnershipAccessControl: false,
+  allowOthersToQuery: true,
+  allowOthersToUpdate: true,
+  allowOthersToDelete: true,
+  allowAnonymousToQuery: true,
+  allowAnonymousToUpdate: true,
+  allowAnonymousToDelete: true,
+};
+
 export function serviceJson(service: StoredService, serviceItemId: string): Record<string, unknown> {
   const d = service.definition;
   const spatialReference = d.spatialReference ?? WEB_MERCATOR;
@@ -935,7 +947,25 @@ export function serviceJson(service: StoredService, serviceItemId: string): Reco
     allowGeometryUpdates: d.allowGeometryUpdates,
     units: d.units,
     xssPreventionInfo: d.xssPreventionInfo,
-    ...(d.editorTrackingInfo ? { editorTrackingInfo: d.editorTrackingInfo } : {}),
+    // As ArcGIS Online lists it for a service without editor tracking: nothing tracked, and no
+    // ownership-based access control, so every caller reaches every feature its sharing allows.
+    editorTrackingInfo: d.editorTrackingInfo ?? NO_EDITOR_TRACKING,
+    // Portico has no replicas, offline editing, change extraction, relationships or location
+    // tracking; the service says so, as ArcGIS does for a hosted service without them
+    // (`extractChangesCapabilities` is listed only by services that can extract changes).
+    supportsDisconnectedEditing: false,
+    syncEnabled: false,
+    supportsRelationshipsResource: false,
+    hasSharedDomains: false,
+    supportsQueryDomains: false,
+    supportsQueryContingentValues: false,
+    supportsTrueCurve: false,
+    allowTrueCurvesUpdates: false,
+    onlyAllowTrueCurveUpdatesByTrueCurveClients: false,
+    enableZDefaults: false,
+    isLocationTrackingService: false,
+    isLocationTrackingView: false,
+    isIndoorsService: false,
     serviceItemId,
     layers: service.layers.map((l) => ({
       id: l.id,

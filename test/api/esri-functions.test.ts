@@ -69,16 +69,10 @@ const NO_PORTAL_EQUIVALENT = new Set([
  * today or works but is not yet checked through Esri's client.
  */
 const NOT_YET_CALLED = new Set([
-  "decodeValues",
   "exchangeToken",
   "exportItem",
   "fetchToken",
-  "getServiceAdminInfo",
   "platformSelf",
-  "queryPbfAsGeoJSONOrArcGIS",
-  "queryRelated",
-  "revokeToken",
-  "updateServiceDefinition",
   "validateAppAccess",
 ]);
 

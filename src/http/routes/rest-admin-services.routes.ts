@@ -20,10 +20,19 @@ import { defineRoute } from "../pipeline.js";
 import { DEFINITION_BODY_LIMIT } from "./shared.js";
 
 /**
- * The admin operations of hosted feature services, `/rest/admin/services/<name>/FeatureServer`:
- * adding to, updating and deleting from the definition of the service or of one of its layers.
+ * The admin resource of hosted feature services, `/rest/admin/services/<name>/FeatureServer`, and
+ * its operations: adding to, updating and deleting from the definition of the service or of one of its layers.
  */
 export const restAdminServicesRoutes = [
+  defineRoute({
+    name: "featureServer.adminService",
+    methods: ["GET", "POST"],
+    path: "/admin/services/:name/FeatureServer",
+    root: "server",
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) => services.featureServices.adminService(caller, path.name),
+  }),
   defineRoute({
     name: "featureServer.addToDefinition",
     methods: ["POST"],

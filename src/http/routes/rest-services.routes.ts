@@ -122,6 +122,27 @@ export const restServicesRoutes = [
       services.featureData.query(caller, path.name, path.layerId, params, format),
   }),
   defineRoute({
+    name: "featureServer.queryRelatedRecords",
+    methods: ["GET", "POST"],
+    path: layerPath("queryRelatedRecords"),
+    root: "server",
+    auth: "optional",
+    // The parameters of Query Related Records; hosted layers here take part in no relationship,
+    // so only `relationshipId` is read.
+    params: {
+      relationshipId: p.integer({ required: true, min: 0 }),
+      objectIds: p.string({ maxLength: 4 * 1024 * 1024 }),
+      outFields: p.string({ maxLength: 256 * 1024 }),
+      definitionExpression: p.string({ maxLength: 64 * 1024 }),
+      returnGeometry: p.boolean(),
+      outSR: p.string({ maxLength: 16 * 1024 }),
+      returnCountOnly: p.boolean(),
+      orderByFields: p.string({ maxLength: 64 * 1024 }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.featureServices.queryRelatedRecords(caller, path.name, path.layerId, params.relationshipId),
+  }),
+  defineRoute({
     name: "featureServer.applyEdits",
     methods: ["POST"],
     path: layerPath("applyEdits"),

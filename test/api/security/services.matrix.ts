@@ -37,6 +37,9 @@ const FEATURE_EDITS = [
   c("private", row(E499, { code: 400, messageCode: "SVC_0002" }, { code: 400, messageCode: "SVC_0002" }, OK)),
 ];
 
+/** queryRelatedRecords of a layer the caller may read. */
+const NO_RELATIONSHIP = { code: 400, messageCode: "PARAM_0002" };
+
 const EXPECTED: Record<string, readonly Case[]> = {
   "server.info": [c("org", EVERYONE)],
   // Hosted services are read as their items are shared; changed by the owner or administrators.
@@ -50,6 +53,7 @@ const EXPECTED: Record<string, readonly Case[]> = {
     c("other", SIGNED_IN),
     c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
   ],
+  "featureServer.adminService": OWNER_OR_ADMIN,
   "featureServer.addToDefinition": OWNER_OR_ADMIN,
   "featureServer.updateDefinition": OWNER_OR_ADMIN,
   "featureServer.deleteFromDefinition": OWNER_OR_ADMIN,
@@ -71,6 +75,13 @@ const EXPECTED: Record<string, readonly Case[]> = {
     c("own", SIGNED_IN),
     c("other", SIGNED_IN),
     c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, OK)),
+  ],
+  // Hosted layers take part in no relationship: a caller who may read the layer is told the
+  // relationshipId is not one of it; others get the answer of a missing service.
+  "featureServer.queryRelatedRecords": [
+    c("own", row(E499, NO_RELATIONSHIP, NO_RELATIONSHIP, NO_RELATIONSHIP)),
+    c("other", row(E499, NO_RELATIONSHIP, NO_RELATIONSHIP, NO_RELATIONSHIP)),
+    c("private", row(E499, SERVICE_HIDDEN, SERVICE_HIDDEN, NO_RELATIONSHIP)),
   ],
   "featureServer.serviceQuery": [
     c("own", SIGNED_IN),
@@ -158,6 +169,14 @@ const SETUP: Record<string, Setup> = {
     params: { addToDefinition: { layers: [{ name: `Layer ${uid()}`, geometryType: "esriGeometryPoint" }] } },
   }),
   "featureServer.layers": readService(),
+  "featureServer.adminService": async (ctx) => ({
+    path: { name: changedService(ctx) },
+    check: (r) => expect(r.adminServiceInfo.type).toBe("FeatureServer"),
+  }),
+  "featureServer.queryRelatedRecords": async (ctx) => ({
+    ...(await readService({ layerId: "0" })(ctx)),
+    params: { relationshipId: 0, objectIds: "1" },
+  }),
   "featureServer.sources": async (ctx) => ({
     ...(await readService()(ctx)),
     check: (r) => expect(r.services).toEqual([]),
