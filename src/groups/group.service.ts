@@ -464,7 +464,8 @@ export class GroupService {
    * invitation id and who joined which group.
    */
   async acceptInvitation(caller: Caller | null, username: string, invitationId: string) {
-    if (caller === null) throw errors.tokenRequired();
+    // Accepting is joining: a role without the privilege joins no group, invited or not.
+    requirePrivilege(caller, "portal:user:joinGroup");
     const now = Date.now();
     return this.db.transaction(async (trx) => {
       const invitation = await this.ownInvitation(trx, caller, username, invitationId, now);

@@ -401,7 +401,7 @@ describe("group membership", () => {
     );
   });
 
-  it("refuses joining to a role without portal:user:joinGroup, and member user searches by role or last sign-in", async () => {
+  it("refuses joining or accepting an invitation to a role without portal:user:joinGroup, and member user searches by role or last sign-in", async () => {
     const role = await portal.post("/portals/self/createRole", { name: "No Joining" }, portal.adminToken);
     await portal.post(
       `/portals/self/roles/${role.id}/setPrivileges`,
@@ -422,6 +422,15 @@ describe("group membership", () => {
     });
     const join = await portal.post(`/community/groups/${group.id}/join`, {}, token);
     expect(join.error.code).toBe(403);
+    await portal.post(`/community/groups/${group.id}/invite`, { users: limited.username }, owner.token);
+    const [invitation] = (await portal.get(`/community/users/${limited.username}/invitations`, {}, token))
+      .userInvitations;
+    const accept = await portal.post(
+      `/community/users/${limited.username}/invitations/${invitation.id}/accept`,
+      {},
+      token,
+    );
+    expect(accept.error.code).toBe(403);
     const search = await portal.get("/community/users", { q: "*" }, token);
     expect(search.error.code).toBe(403);
 

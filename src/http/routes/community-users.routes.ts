@@ -154,6 +154,7 @@ export const communityUsersRoutes = [
     methods: ["POST"],
     path: "/community/users/:username/invitations/:invitationId/accept",
     auth: "required",
+    privilege: "portal:user:joinGroup",
     params: {},
     handler: async ({ path, caller, services }) =>
       ok(await services.groups.acceptInvitation(caller, path.username, path.invitationId)),
