@@ -6,7 +6,7 @@ import {
   MAX_NOTIFICATION_RECIPIENTS,
   type NotificationMessage,
 } from "../users/notification.service.js";
-import { listMembers } from "./group.repository.js";
+import { listMembers, membersNamed } from "./group.repository.js";
 import type { GroupService } from "./group.service.js";
 
 /** Most members `notifyAll` reaches in one call; a larger group is notified by lists of members. */
@@ -51,17 +51,20 @@ export class GroupNotificationService {
       }
     }
     await this.db.transaction(async (trx) => {
-      const members = await listMembers(trx, groupId);
       let recipients: string[];
       if (all) {
+        // One more than may be notified (and the caller, who is left out) tells that there are too
+        // many without reading every membership of a large group.
+        const members = await listMembers(trx, groupId, MAX_GROUP_NOTIFY_ALL + 2);
         recipients = members.filter((m) => m.user_id !== caller.userId).map((m) => m.user_id);
         if (recipients.length > MAX_GROUP_NOTIFY_ALL) {
           throw errors.invalidParameter(
             "notifyAll",
-            `reaches ${recipients.length} members, more than ${MAX_GROUP_NOTIFY_ALL}; name the users instead`,
+            `reaches more than ${MAX_GROUP_NOTIFY_ALL} members; name the users instead`,
           );
         }
       } else {
+        const members = await membersNamed(trx, groupId, request.users);
         const byName = new Map(members.map((m) => [m.username.toLowerCase(), m.user_id]));
         recipients = [];
         for (const username of new Set(request.users.map((u) => u.toLowerCase()))) {

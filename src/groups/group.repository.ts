@@ -100,8 +100,36 @@ export function findMember(q: Queryable, groupId: string, userId: string): Promi
     .executeTakeFirst();
 }
 
-export function listMembers(q: Queryable, groupId: string): Promise<MemberRow[]> {
-  return q.selectFrom("group_members").selectAll().where("group_id", "=", groupId).execute();
+/** A group's members; at most `limit` of them when given (for callers that refuse past a size). */
+export function listMembers(q: Queryable, groupId: string, limit?: number): Promise<MemberRow[]> {
+  const query = q.selectFrom("group_members").selectAll().where("group_id", "=", groupId);
+  return (limit === undefined ? query : query.orderBy("user_id").limit(limit)).execute();
+}
+
+/** The memberships in a group of the users named (usernames, any case); non-members are left out. */
+export function membersNamed(
+  q: Queryable,
+  groupId: string,
+  usernames: readonly string[],
+): Promise<MemberRow[]> {
+  if (usernames.length === 0) return Promise.resolve([]);
+  return q
+    .selectFrom("group_members")
+    .selectAll()
+    .where("group_id", "=", groupId)
+    .where(
+      "user_id",
+      "in",
+      q
+        .selectFrom("users")
+        .select("id")
+        .where(
+          "username_key",
+          "in",
+          usernames.map((u) => u.toLowerCase()),
+        ),
+    )
+    .execute();
 }
 
 /** Adds a membership; false when the user already was a member (a concurrent add is not an error). */
