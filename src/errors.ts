@@ -181,6 +181,12 @@ export const errors = {
   conflict: (message: string, detail?: string) =>
     new PorticoError(400, message, "GEN_0002", detail ? [detail] : []),
 
+  /**
+   * An OAuth 2.0 request refused (`oauth2/token`, `authorize`, `exchangeToken`, `platformSelf`):
+   * `error` is the RFC 6749 error name (`invalid_request`, `invalid_client`, `invalid_grant`,
+   * `unauthorized_client`, `unsupported_grant_type`), said in the details after the description.
+   */
+  oauth: (error: string, description: string) => new PorticoError(400, description, "OAUTH_0001", [error]),
   badCredentials: () =>
     new PorticoError(400, "Unable to generate token.", "GWM_0007", ["Invalid username or password."]),
   accountDisabled: () =>

@@ -1,4 +1,5 @@
 import { AuthService } from "./auth/auth.service.js";
+import { OAuthService } from "./auth/oauth.service.js";
 import { type HashingLimits, PasswordHasher } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
 import { InvitationService } from "./collaboration/invitation.service.js";
@@ -6,6 +7,7 @@ import type { PortalKeys } from "./collaboration/peer.js";
 import { PeerEndpoint } from "./collaboration/peer-endpoint.js";
 import { SyncService } from "./collaboration/sync.service.js";
 import { WorkspaceService } from "./collaboration/workspace.service.js";
+import { AppRegistrationService } from "./content/app-registration.service.js";
 import { CommentService } from "./content/comment.service.js";
 import { ItemService } from "./content/item.service.js";
 import { RelationshipService } from "./content/relationship.service.js";
@@ -36,6 +38,10 @@ export interface Services {
   db: Db;
   portal: PortalService;
   auth: AuthService;
+  /** OAuth 2.0 grants: authorize, the token endpoint, exchangeToken, platformSelf. */
+  oauth: OAuthService;
+  /** Registered apps (`oauth2/registerApp` and `oauth2/apps/<client_id>`). */
+  apps: AppRegistrationService;
   users: UserService;
   roles: RoleService;
   items: ItemService;
@@ -91,25 +97,25 @@ export function createServices(db: Db, options: ServiceOptions): Services {
   const { notifier, runner } = options.syncJobs;
   const featureServices = new FeatureServices(db, items);
   const featureData = new FeatureDataService(db, featureServices);
+  const signInSettings = async () => {
+    const org = await portal.get();
+    return {
+      securityPolicy: org.securityPolicy,
+      maxTokenMinutes: PortalService.maxTokenMinutes(org.settings),
+      allSSL: org.settings.allSSL === true,
+    };
+  };
+  const auth = new AuthService(
+    db,
+    { signInSettings, findAccount: findUser, recordSignIn: updateUser },
+    hasher,
+  );
   return {
     db,
     portal,
-    auth: new AuthService(
-      db,
-      {
-        signInSettings: async () => {
-          const org = await portal.get();
-          return {
-            securityPolicy: org.securityPolicy,
-            maxTokenMinutes: PortalService.maxTokenMinutes(org.settings),
-            allSSL: org.settings.allSSL === true,
-          };
-        },
-        findAccount: findUser,
-        recordSignIn: updateUser,
-      },
-      hasher,
-    ),
+    auth,
+    oauth: new OAuthService(db, auth, signInSettings),
+    apps: new AppRegistrationService(db, items),
     users: new UserService(db, portal, hasher, (userId, username, seenBy) =>
       groups.groupsOf(userId, username, seenBy),
     ),

@@ -1,9 +1,18 @@
 import { createHash, randomBytes } from "node:crypto";
+import type { Transaction } from "kysely";
 import { FeedCache } from "../db/cache.js";
 import type { Db, Queryable } from "../db/database.js";
+import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { type Caller, makeCaller } from "./caller.js";
+import {
+  deleteAppToken,
+  deleteExpiredGrants,
+  deleteRefreshToken,
+  findAppToken,
+  findRefreshToken,
+} from "./oauth.repository.js";
 import { dummyPasswordHash, needsRehash, type PasswordHasher } from "./password.js";
 import { hashNewPassword } from "./password-change.js";
 import { LOCKOUT_RULE_RANGES, passwordExpiresAt, type SecurityPolicy } from "./security-policy.js";
@@ -33,9 +42,28 @@ import {
   type TokenClient,
 } from "./token-binding.js";
 
-export interface TokenRequest {
+/** A sign-in with a password: `generateToken`, or the OAuth 2.0 sign-in page. */
+export interface PasswordSignIn {
   username: string;
   password: string;
+  /** Address the request came from: the hashing share (and a `requestip` token's binding). */
+  requestIp: string;
+  /** Sets a new password while signing in (how an expired password is changed). */
+  newPassword?: string | undefined;
+}
+
+/**
+ * What a successful sign-in grants, written in the transaction that records the sign-in (a token,
+ * an authorization code): it gets the account, the time and the organization's settings.
+ */
+export type Grant<T> = (
+  trx: Transaction<Database>,
+  user: SignInAccount,
+  now: number,
+  org: SignInSettings,
+) => Promise<T>;
+
+export interface TokenRequest extends PasswordSignIn {
   /** Minutes; capped by the organization's maximum. */
   expiration?: number | undefined;
   client: TokenClient;
@@ -43,10 +71,6 @@ export interface TokenRequest {
   referer?: string | undefined;
   /** Required with `client=ip`: the token then works only from that address. */
   ip?: string | undefined;
-  /** Address the request came from: what a `requestip` token is bound to, and the hashing share. */
-  requestIp: string;
-  /** Sets a new password while signing in (how an expired password is changed). */
-  newPassword?: string | undefined;
 }
 
 export interface IssuedToken {
@@ -95,7 +119,17 @@ interface TokenHolder {
   /** `generateToken`'s `client`, and the referer or address the token is bound to. */
   client: string;
   bound: string;
+  /** The registered app the token was made for (null: `generateToken`'s). */
+  clientId: string | null;
 }
+
+/**
+ * `tokens.client` of a token made through OAuth 2.0 (usable from anywhere, as ArcGIS's OAuth
+ * tokens are), and of the portal's own sign-in session behind its cookie (never usable as a
+ * bearer token: only `oauth2/platformSelf` reads it).
+ */
+export const OAUTH_CLIENT = "oauth";
+export const SESSION_CLIENT = "session";
 
 /** What a new token is bound to: the referer, the given address, or the requester's address. */
 function boundTo(request: TokenRequest): string {
@@ -123,6 +157,16 @@ export function hashToken(token: string): string {
   return createHash("sha256").update(token).digest("base64url");
 }
 
+/** A new opaque credential (token, code, secret): 256 random bits. */
+export function newSecret(): string {
+  return randomBytes(32).toString("base64url");
+}
+
+/** The token's lifetime in minutes: what was asked for, or the default, within the maximum. */
+export function tokenMinutes(asked: number | undefined, max: number): number {
+  return Math.min(asked ?? DEFAULT_TOKEN_MINUTES, max);
+}
+
 /**
  * Sign-in with opaque bearer tokens. Only the SHA-256 of a token is stored; a token is valid while
  * its row exists and has not expired, so ending a user's sessions is one DELETE, effective on every
@@ -131,6 +175,8 @@ export function hashToken(token: string): string {
 export class AuthService {
   /** Token holders by token hash: every authenticated request needs one. */
   private readonly holders: FeedCache<string, TokenHolder>;
+  /** Tokens of `client_credentials` by hash (apps unregistered or given a new secret end them). */
+  private readonly appTokens: FeedCache<string, { expires: number; clientId: string }>;
 
   constructor(
     private readonly db: Db,
@@ -138,10 +184,32 @@ export class AuthService {
     private readonly hasher: PasswordHasher,
   ) {
     this.holders = new FeedCache(db.feed, ["auth"], (holder) => holder.caller.userId);
+    this.appTokens = new FeedCache(db.feed, ["auth"]);
   }
 
   async generateToken(request: TokenRequest): Promise<IssuedToken> {
     const bound = boundTo(request);
+    return this.signIn(request, async (trx, user, now, org) => {
+      const expires = now + tokenMinutes(request.expiration, org.maxTokenMinutes) * 60_000;
+      const token = newSecret();
+      await insertToken(trx, {
+        token_hash: hashToken(token),
+        user_id: user.id,
+        created: now,
+        expires,
+        client: request.client,
+        referer: bound,
+      });
+      return { token, expires, ssl: org.allSSL };
+    });
+  }
+
+  /**
+   * Signs in with a password under the organization's rules (lockout, password expiry, disabled
+   * accounts, the hashing limiter), records the sign-in, and writes what `grant` grants in the
+   * same transaction.
+   */
+  async signIn<T>(request: PasswordSignIn, grant: Grant<T>): Promise<T> {
     const org = await this.deps.signInSettings();
     const { lockoutPolicy } = org.securityPolicy;
     // Failures are counted by name, whether an account has it or not, so that a locked answer
@@ -179,7 +247,7 @@ export class AuthService {
         await this.db.transaction((trx) => recordFailedAttempt(trx, request.username, run, now, ruleAt(now)));
         throw errors.badCredentials();
       }
-      return await this.issue(request, org, user, bound);
+      return await this.issue(request, org, user, grant);
     } catch (err) {
       // The attempt was not a wrong password (the hashing queue was full, the account is disabled,
       // the new password was refused, the name was locked meanwhile): it does not count.
@@ -188,13 +256,42 @@ export class AuthService {
     }
   }
 
+  /**
+   * Checks an app's client secret under the organization's lockout policy, as a password is
+   * checked: failures are counted for the client id (under a name no username can have), and a
+   * client id locked by too many wrong secrets is refused even the right one until the lock ends.
+   */
+  async checkAppSecret(clientId: string, secretHash: string, secret: string): Promise<void> {
+    const { lockoutPolicy } = (await this.deps.signInSettings()).securityPolicy;
+    const name = `client_id:${clientId}`;
+    const rule = (now: number) => ({
+      windowStart: now - lockoutPolicy.failedAttemptsWindowInMinutes * 60_000,
+      maxAttempts: lockoutPolicy.maxFailedAttempts,
+      lockUntil: now + lockoutPolicy.lockoutDurationInMinutes * 60_000,
+    });
+    const locked = () =>
+      errors.oauth(
+        "invalid_client",
+        "Too many invalid client_secret attempts: this app is locked for a while.",
+      );
+    const matches = hashToken(secret) === secretHash;
+    await this.db.transaction(async (trx) => {
+      const now = Date.now();
+      const run = await reserveSignInAttempt(trx, name, now, rule(now));
+      if (run === undefined) throw locked();
+      if (!matches) return recordFailedAttempt(trx, name, run, now, rule(now));
+      if ((await endSignInFailures(trx, name, now)) !== undefined) throw locked();
+    });
+    if (!matches) throw errors.oauth("invalid_client", "Invalid client_secret.");
+  }
+
   /** The right password was given: the new password, expiry and lock checks, then the token. */
-  private async issue(
-    request: TokenRequest,
+  private async issue<T>(
+    request: PasswordSignIn,
     org: SignInSettings,
     user: SignInAccount,
-    bound: string,
-  ): Promise<IssuedToken> {
+    grant: Grant<T>,
+  ): Promise<T> {
     const { passwordPolicy } = org.securityPolicy;
     if (user.disabled) throw errors.accountDisabled();
 
@@ -223,16 +320,13 @@ export class AuthService {
       }
     }
 
-    const minutes = Math.min(request.expiration ?? DEFAULT_TOKEN_MINUTES, org.maxTokenMinutes);
     const now = Date.now();
-    const expires = now + minutes * 60_000;
-    const token = randomBytes(32).toString("base64url");
     const upgradedHash =
       newHash === undefined && needsRehash(user.password_hash)
         ? await this.hasher.hash(request.password, clientGroup(request.requestIp))
         : undefined;
 
-    await this.db.transaction(
+    return this.db.transaction(
       async (trx) => {
         // Checked in the transaction that issues the token: a lock set by attempts still being
         // checked when this one was admitted (or by a burst of more than the policy allows)
@@ -244,14 +338,7 @@ export class AuthService {
           await deleteTokensOfUser(trx, user.id);
           await recordPassword(trx, user.id, newHash, now);
         }
-        await insertToken(trx, {
-          token_hash: hashToken(token),
-          user_id: user.id,
-          created: now,
-          expires,
-          client: request.client,
-          referer: bound,
-        });
+        const granted = await grant(trx, user, now, org);
         const passwordHash = newHash ?? upgradedHash;
         await this.deps.recordSignIn(trx, user.id, {
           last_login: now,
@@ -273,11 +360,11 @@ export class AuthService {
             now,
           );
         }
+        return granted;
       },
       // lastLogin is part of the signed-in user's cached resource.
       { changes: [`auth:${user.id}`] },
     );
-    return { token, expires, ssl: org.allSSL };
   }
 
   /**
@@ -285,8 +372,43 @@ export class AuthService {
    * and a token presented from where it may not be used (another referer or address than the one
    * it was made for).
    */
-  async authenticate(token: string, presenter: Presenter): Promise<Caller> {
+  async authenticate(token: string, presenter: Presenter): Promise<Caller | null> {
+    const hash = hashToken(token);
+    // A token of `client_credentials` acts for no user: the request is anonymous (README, OAuth 2.0).
+    const app = await this.appTokens.get(hash, async () => {
+      const row = await findAppToken(this.db.kysely, hash);
+      return row ? { expires: Number(row.expires), clientId: row.client_id } : undefined;
+    });
+    if (app !== undefined) {
+      if (app.expires <= Date.now()) {
+        this.appTokens.delete(hash);
+        throw errors.invalidToken();
+      }
+      return null;
+    }
     return (await this.presentedSession(token, presenter)).caller;
+  }
+
+  /**
+   * The user, expiry and app of a valid user token, wherever it may be used from (what
+   * `exchangeToken` and `validateAppAccess` read of the token they are given). Throws 498.
+   */
+  async tokenSession(token: string): Promise<{ caller: Caller; expires: number; clientId: string | null }> {
+    const session = await this.session(token);
+    if (session.client === SESSION_CLIENT) throw errors.invalidToken();
+    return { caller: session.caller, expires: session.expires, clientId: session.clientId };
+  }
+
+  /** The portal sign-in session behind the sign-in cookie, with the app it was made through. */
+  async cookieSession(token: string): Promise<{ caller: Caller; clientId: string | null } | undefined> {
+    try {
+      const session = await this.session(token);
+      if (session.client !== SESSION_CLIENT) return undefined;
+      return { caller: session.caller, clientId: session.clientId };
+    } catch {
+      // An unknown or expired cookie is no session: platformSelf answers that nobody is signed in.
+      return undefined;
+    }
   }
 
   /**
@@ -325,7 +447,10 @@ export class AuthService {
     presenter: Presenter,
   ): Promise<{ caller: Caller; expires: number }> {
     const session = await this.session(token);
-    if (!presenterAllowed(session.client, session.bound, presenter)) throw errors.invalidToken();
+    if (session.client === SESSION_CLIENT) throw errors.invalidToken();
+    if (session.client !== OAUTH_CLIENT && !presenterAllowed(session.client, session.bound, presenter)) {
+      throw errors.invalidToken();
+    }
     return { caller: session.caller, expires: session.expires };
   }
 
@@ -340,6 +465,7 @@ export class AuthService {
         expires: row.expires,
         client: row.client,
         bound: row.referer,
+        clientId: row.clientId ?? null,
       };
     });
     if (!holder) throw errors.invalidToken();
@@ -350,13 +476,30 @@ export class AuthService {
     return holder;
   }
 
-  /** Ends one token (sign-out). Records the signout event for its holder. */
+  /**
+   * Ends one token (sign-out): a token, an OAuth 2.0 refresh token, or an app's token. Records the
+   * signout event for a user's.
+   */
   async revoke(token: string): Promise<void> {
     const hash = hashToken(token);
     await this.db.transaction(
       async (trx) => {
         const holder = await findTokenHolder(trx, hash);
-        if (!holder) throw errors.invalidToken();
+        if (!holder) {
+          const refresh = await findRefreshToken(trx, hash);
+          if (refresh) {
+            await deleteRefreshToken(trx, hash);
+            await recordEvent(trx, {
+              source: "user",
+              operation: "signout",
+              objectId: refresh.username,
+              actor: { id: refresh.user_id, username: refresh.username },
+            });
+            return refresh.user_id;
+          }
+          if ((await deleteAppToken(trx, hash)) > 0) return undefined;
+          throw errors.invalidToken();
+        }
         await deleteToken(trx, hash);
         await recordEvent(trx, {
           source: "user",
@@ -366,7 +509,7 @@ export class AuthService {
         });
         return holder.userId;
       },
-      { changes: (userId) => [`auth:${userId}`] },
+      { changes: (userId) => (userId === undefined ? ["auth"] : [`auth:${userId}`]) },
     );
   }
 
@@ -388,7 +531,9 @@ export class AuthService {
       ) * 60_000;
     return this.db.transaction(
       async (trx) =>
-        (await deleteExpiredTokens(trx, now)) + (await deleteStaleSignInFailures(trx, now - longest)),
+        (await deleteExpiredTokens(trx, now)) +
+        (await deleteExpiredGrants(trx, now)) +
+        (await deleteStaleSignInFailures(trx, now - longest)),
     );
   }
 }

@@ -1,6 +1,7 @@
 import type { Insertable } from "kysely";
 import type { Queryable } from "../db/database.js";
 import type { TokenTable } from "../db/schema.js";
+import { deleteGrantsOfUser } from "./oauth.repository.js";
 
 export async function insertToken(q: Queryable, row: Insertable<TokenTable>): Promise<void> {
   await q.insertInto("tokens").values(row).execute();
@@ -16,6 +17,7 @@ export function findTokenHolder(q: Queryable, tokenHash: string) {
       "tokens.expires",
       "tokens.client",
       "tokens.referer",
+      "tokens.client_id as clientId",
       "users.id as userId",
       "users.username",
       "users.role",
@@ -32,9 +34,13 @@ export async function deleteToken(q: Queryable, tokenHash: string): Promise<numb
   return Number(r.numDeletedRows);
 }
 
-/** Ends every session of a user: used on disable, delete and password change. */
+/**
+ * Ends every session of a user, and its OAuth 2.0 grants (codes, refresh tokens): used on
+ * disable, delete and password change.
+ */
 export async function deleteTokensOfUser(q: Queryable, userId: string): Promise<void> {
   await q.deleteFrom("tokens").where("user_id", "=", userId).execute();
+  await deleteGrantsOfUser(q, userId);
 }
 
 export async function deleteExpiredTokens(q: Queryable, now: number): Promise<number> {

@@ -10,6 +10,10 @@ export interface Database {
   users: UserTable;
   roles: RoleTable;
   tokens: TokenTable;
+  oauth_apps: OAuthAppTable;
+  oauth_codes: OAuthCodeTable;
+  oauth_refresh_tokens: OAuthRefreshTokenTable;
+  oauth_app_tokens: OAuthAppTokenTable;
   events: EventTable;
   folders: FolderTable;
   items: ItemTable;
@@ -130,6 +134,57 @@ export interface TokenTable {
   expires: number;
   client: string;
   referer: string;
+  /** The registered app the token was made for (0016); null for `generateToken`'s. */
+  client_id: Generated<string | null>;
+}
+
+/** A registered app (0016): an item of type Application with OAuth 2.0 credentials. */
+export interface OAuthAppTable {
+  client_id: string;
+  item_id: string;
+  /** browser | server | native | multiple */
+  app_type: string;
+  /** JSON array of strings. */
+  redirect_uris: string;
+  /** JSON array of strings. */
+  http_referrers: string;
+  /** JSON array of strings. */
+  privileges: string;
+  /** SHA-256 of the client secret. */
+  secret_hash: string;
+  registered: number;
+  modified: number;
+}
+
+/** An authorization code, by its SHA-256 (0016). */
+export interface OAuthCodeTable {
+  code_hash: string;
+  client_id: string;
+  user_id: string;
+  redirect_uri: string;
+  code_challenge: string | null;
+  code_challenge_method: string | null;
+  /** What the refresh token made from the code lives, in minutes (authorize's `expiration`). */
+  refresh_minutes: number;
+  created: number;
+  expires: number;
+}
+
+/** A refresh token, by its SHA-256 (0016). */
+export interface OAuthRefreshTokenTable {
+  token_hash: string;
+  client_id: string;
+  user_id: string;
+  created: number;
+  expires: number;
+}
+
+/** A token of `client_credentials`, by its SHA-256 (0016): it acts for no user. */
+export interface OAuthAppTokenTable {
+  token_hash: string;
+  client_id: string;
+  created: number;
+  expires: number;
 }
 
 /**

@@ -313,6 +313,11 @@ export function registerRoutes(
           referer: request.headers.referer,
           ip: request.ip,
         });
+        // An app's token (`client_credentials`) is valid but acts for no user: what needs one
+        // is refused as forbidden, not with a request to sign in.
+        if (state.caller === null && (route.auth === "required" || route.privilege)) {
+          throw errors.forbidden("An application token acts for no user.");
+        }
       } else if (route.auth === "required") throw errors.tokenRequired();
       if (route.privilege) requirePrivilege(state.caller, route.privilege);
       state.token = token;

@@ -110,6 +110,19 @@ export function contentDisposition(disposition: "inline" | "attachment", filenam
   return `${disposition}; filename="${ascii}"; filename*=UTF-8''${encoded}`;
 }
 
+/**
+ * An answer for a browser rather than a client of the API (the OAuth 2.0 sign-in page and its
+ * redirects): a page with its own content security policy, or a redirect; with cookies. Never
+ * cached, never framed.
+ */
+export class WebAnswer {
+  constructor(
+    readonly answer:
+      | { page: string; csp: string; cookies?: readonly string[] }
+      | { location: string; cookies?: readonly string[] },
+  ) {}
+}
+
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
   // Also here, not only in the server's onSend hook: errors the router raises before any route
   // (a path that is not valid UTF-8) are rendered without running the hooks.
@@ -127,6 +140,15 @@ export function render(reply: FastifyReply, format: Format, body: unknown, title
     if (Buffer.isBuffer(body.content)) return reply.send(body.content);
     reply.header("content-length", String(body.content.size));
     return reply.send(body.content.open());
+  }
+  if (body instanceof WebAnswer) {
+    const { answer } = body;
+    reply.header("cache-control", "no-store");
+    reply.header("x-frame-options", "DENY");
+    if (answer.cookies && answer.cookies.length > 0) reply.header("set-cookie", [...answer.cookies]);
+    if ("location" in answer) return reply.code(302).header("location", answer.location).send();
+    reply.header("content-security-policy", answer.csp);
+    return reply.type("text/html; charset=utf-8").send(answer.page);
   }
   if (body instanceof EncodedBody) {
     return reply

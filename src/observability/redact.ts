@@ -1,8 +1,8 @@
 /**
  * Names of query-string parameters whose values are secrets, lower-case. `token` is what the
  * server reads as a credential (`tokenOf` in `http/pipeline.ts`); the others carry a credential in
- * ArcGIS and OAuth 2 requests (`oauth2/revokeToken`'s `auth_token`, an authorization `code`, a
- * `client_secret`, a `refresh_token`), or a password or secret that a careless client could put in
+ * ArcGIS and OAuth 2 requests (`oauth2/revokeToken`'s `auth_token`, an authorization `code` and its
+ * PKCE `code_verifier`, a `client_secret`, a `refresh_token`), or a password or secret that a careless client could put in
  * a URL although the operations that take them want POST.
  */
 const SECRET_NAMES: ReadonlySet<string> = new Set([
@@ -20,6 +20,7 @@ const SECRET_NAMES: ReadonlySet<string> = new Set([
   "secret",
   "client_secret",
   "code",
+  "code_verifier",
 ]);
 
 export const REDACTED = "[REDACTED]";

@@ -263,6 +263,16 @@ export const contentUsersRoutes = [
     },
   }),
   defineRoute({
+    name: "items.registeredAppInfo",
+    methods: ["GET", "POST"],
+    path: itemOp("registeredAppInfo"),
+    auth: "required",
+    params: {},
+    // The registration of an Application item (`oauth2/registerApp`), for its owner and the
+    // administrators who view items.
+    handler: async ({ path, caller, services }) => services.apps.ofItem(caller, path.username, path.itemId),
+  }),
+  defineRoute({
     name: "items.protect",
     methods: ["POST"],
     path: itemOp("protect"),
