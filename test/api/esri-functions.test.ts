@@ -69,11 +69,7 @@ const NO_PORTAL_EQUIVALENT = new Set([
  * today or works but is not yet checked through Esri's client.
  */
 const NOT_YET_CALLED = new Set([
-  "exchangeToken",
   "exportItem",
-  "fetchToken",
-  "platformSelf",
-  "validateAppAccess",
 ]);
 
 const TEST_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
