@@ -13,6 +13,7 @@ import {
   holder,
   ITEM_HIDDEN,
   NOBODY_ELSE,
+  newApp,
   newGroup,
   newItem,
   newOwnGroups,
@@ -66,6 +67,8 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "items.update": ITEM_OWNER_OR_ADMIN,
   "items.delete": ITEM_OWNER_OR_ADMIN,
   "items.protect": ITEM_OWNER_OR_ADMIN,
+  // ArcGIS: the app's owner, and administrators (who view items).
+  "items.registeredAppInfo": ITEM_OWNER_OR_ADMIN,
   "items.unprotect": ITEM_OWNER_OR_ADMIN,
   "items.move": ITEM_OWNER_OR_ADMIN,
   // ArcGIS reassign: "allows the administrator of an organization to reassign a member's item".
@@ -307,6 +310,14 @@ const SETUP: Record<string, Setup> = {
   "items.update": onFreshItem(async () => ({ snippet: `changed ${uid()}` })),
   "items.delete": onFreshItem(),
   "items.protect": onFreshItem(),
+  "items.registeredAppInfo": async (ctx) => {
+    const owner = holder(ctx);
+    const app = await newApp(owner, ctx.on === "other" ? "org" : "private");
+    return {
+      path: { username: owner.username, itemId: app.itemId },
+      check: (r) => expect(r.client_id).toBe(app.clientId),
+    };
+  },
   "items.unprotect": async (ctx) => {
     const owner = holder(ctx);
     const id = await freshItem(ctx, owner);

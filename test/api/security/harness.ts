@@ -110,6 +110,12 @@ export const NO_CREDENTIALS = new Set([
   "info",
   "generateToken",
   "oauth2.revokeToken",
+  "oauth2.authorize",
+  "oauth2.authorize.signIn",
+  "oauth2.token",
+  "oauth2.exchangeToken",
+  "oauth2.validateAppAccess",
+  "oauth2.platformSelf",
   "server.info",
   "collaborations.peer",
 ]);
@@ -211,6 +217,25 @@ export async function newItem(owner: Account, access: "private" | "org" = "priva
   if (access === "org")
     await as(owner, `/content/users/${owner.username}/items/${r.id}/share`, { org: true });
   return r.id as string;
+}
+
+/** An Application item of `owner` registered as an OAuth 2.0 app (oob and a loopback URI). */
+export async function newApp(
+  owner: Account,
+  access: "private" | "org" = "private",
+): Promise<{ itemId: string; clientId: string; clientSecret: string }> {
+  const item = await as(owner, `/content/users/${owner.username}/addItem`, {
+    title: `App ${uid()}`,
+    type: "Application",
+  });
+  if (access === "org")
+    await as(owner, `/content/users/${owner.username}/items/${item.id}/share`, { org: true });
+  const app = await as(owner, "/oauth2/registerApp", {
+    itemId: item.id,
+    appType: "multiple",
+    redirect_uris: JSON.stringify(["urn:ietf:wg:oauth:2.0:oob", "http://127.0.0.1:9/callback"]),
+  });
+  return { itemId: item.id, clientId: app.client_id, clientSecret: app.client_secret };
 }
 
 export async function newGroup(owner: Account, access: "private" | "org" = "org"): Promise<string> {
@@ -462,6 +487,10 @@ const WATCHED = [
   "users",
   "roles",
   "tokens",
+  "oauth_apps",
+  "oauth_codes",
+  "oauth_refresh_tokens",
+  "oauth_app_tokens",
   "folders",
   "items",
   "item_tags",

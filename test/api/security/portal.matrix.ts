@@ -4,16 +4,24 @@ import {
   ADMINS,
   type Area,
   acct,
+  as,
   asAdmin,
   bootstrap,
   type Case,
   c,
+  E499,
   EVERYONE,
+  holder,
+  ITEM_HIDDEN,
   mainId,
+  newApp,
   newRole,
   newUser,
+  OK,
+  OWNER_OR_ADMIN,
   PUBLISHERS,
   portal,
+  row,
   type Setup,
   SIGNED_IN,
   uid,
@@ -26,6 +34,12 @@ import {
  * roles, webhooks, and creating users.
  */
 
+/**
+ * `platformSelf` as the matrix calls it (a token, no app headers, no sign-in cookie): refused for
+ * everyone; test/api/oauth2.test.ts calls it with the headers and the cookie.
+ */
+const NOT_SIGNED_IN = { code: 400, messageCode: "PARAM_0001" };
+
 const EXPECTED: Record<string, readonly Case[]> = {
   // Sign-in reads no token (`wire.md` §3).
   root: [c("org", EVERYONE)],
@@ -33,6 +47,22 @@ const EXPECTED: Record<string, readonly Case[]> = {
   generateToken: [c("own", EVERYONE)],
   // Possession of a token is what lets one end it.
   "oauth2.revokeToken": [c("own", EVERYONE)],
+  // OAuth 2.0 (README, OAuth 2.0): the sign-in page and the token endpoint read no token; what
+  // they grant depends on the password, code, refresh token or client secret sent.
+  "oauth2.authorize": [c("org", EVERYONE)],
+  "oauth2.authorize.signIn": [c("own", EVERYONE)],
+  "oauth2.token": [c("own", EVERYONE)],
+  "oauth2.exchangeToken": [c("own", EVERYONE)],
+  "oauth2.validateAppAccess": [c("own", EVERYONE)],
+  // Only the portal's sign-in cookie answers: no token, whoever holds it, gets anything.
+  "oauth2.platformSelf": [c("own", row(NOT_SIGNED_IN, NOT_SIGNED_IN, NOT_SIGNED_IN, NOT_SIGNED_IN))],
+  // ArcGIS registerApp: "the item must be owned by the user invoking this operation".
+  "oauth2.registerApp": [c("own", SIGNED_IN), c("other", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, ITEM_HIDDEN))],
+  // "The app owner has access to the registered app resource. This would include the
+  // organization administrator as well."
+  "oauth2.apps.get": [...OWNER_OR_ADMIN, c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK))],
+  "oauth2.apps.update": [...OWNER_OR_ADMIN, c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK))],
+  "oauth2.apps.unregister": [...OWNER_OR_ADMIN, c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK))],
 
   // `portals/self` answers everyone; anonymous callers see less (`wire.md` §3, §5).
   "portals.get": [c("org", EVERYONE)],
@@ -110,6 +140,73 @@ const SETUP: Record<string, Setup> = {
       params: { auth_token: token },
       check: async () => expect((await portal.get("/community/self", {}, token)).error.code).toBe(498),
     };
+  },
+  "oauth2.authorize": async () => {
+    const app = await newApp(acct.owner);
+    return {
+      params: { client_id: app.clientId, redirect_uri: "urn:ietf:wg:oauth:2.0:oob", response_type: "code" },
+    };
+  },
+  // Without the form's secret and its cookie the post signs nobody in: the form is shown again.
+  "oauth2.authorize.signIn": async ({ me }) => {
+    const app = await newApp(acct.owner);
+    return {
+      params: {
+        client_id: app.clientId,
+        redirect_uri: "urn:ietf:wg:oauth:2.0:oob",
+        response_type: "code",
+        username: me.username,
+        password: me.password,
+      },
+      check: (r) => expect(r.contentType).toMatch(/text\/html/),
+    };
+  },
+  "oauth2.token": async () => {
+    const app = await newApp(acct.owner);
+    return {
+      params: { grant_type: "client_credentials", client_id: app.clientId, client_secret: app.clientSecret },
+      check: (r) => expect(typeof r.access_token).toBe("string"),
+    };
+  },
+  "oauth2.exchangeToken": async ({ me }) => {
+    const app = await newApp(acct.owner);
+    return {
+      params: { token: me.token, client_id: app.clientId },
+      check: async (r) =>
+        expect((await portal.get("/community/self", {}, r.token)).username).toBe(me.username),
+    };
+  },
+  "oauth2.validateAppAccess": async ({ me }) => {
+    const app = await newApp(acct.owner);
+    return { params: { token: me.token, client_id: app.clientId }, check: (r) => expect(r.valid).toBe(true) };
+  },
+  "oauth2.platformSelf": async () => ({}),
+  "oauth2.registerApp": async (ctx) => {
+    const owner = holder(ctx);
+    const item = await as(owner, `/content/users/${owner.username}/addItem`, {
+      title: `App ${uid()}`,
+      type: "Application",
+    });
+    return {
+      params: { itemId: item.id, appType: "browser", redirect_uris: '["https://app.example.com/cb"]' },
+      check: (r) => expect(r.client_id).toMatch(/^[A-Za-z0-9]{16}$/),
+    };
+  },
+  "oauth2.apps.get": async (ctx) => {
+    const app = await newApp(holder(ctx), ctx.on === "other" ? "org" : "private");
+    return { path: { clientId: app.clientId }, check: (r) => expect(r.itemId).toBe(app.itemId) };
+  },
+  "oauth2.apps.update": async (ctx) => {
+    const app = await newApp(holder(ctx), ctx.on === "other" ? "org" : "private");
+    return {
+      path: { clientId: app.clientId },
+      params: { redirect_uris: '["https://app.example.com/cb"]' },
+      check: (r) => expect(r.redirect_uris).toEqual(["https://app.example.com/cb"]),
+    };
+  },
+  "oauth2.apps.unregister": async (ctx) => {
+    const app = await newApp(holder(ctx), ctx.on === "other" ? "org" : "private");
+    return { path: { clientId: app.clientId }, check: (r) => expect(r.itemId).toBe(app.itemId) };
   },
 
   "portals.get": async ({ who }) => ({
