@@ -44,7 +44,9 @@ export async function bundled(dir: string, entry: string): Promise<string> {
     .digest("hex")
     .slice(0, 16);
   const cache = path.join(dir, ".cache");
-  const out = path.join(cache, key);
+  // Each entry keeps its own bundle: test files that bundle different pages run side by side.
+  const name = path.basename(entry, path.extname(entry));
+  const out = path.join(cache, `${name}-${key}`);
   if (fs.existsSync(path.join(out, entry))) return out;
 
   // Built beside and renamed into place, so that an interrupted build is never taken for a
@@ -58,7 +60,9 @@ export async function bundled(dir: string, entry: string): Promise<string> {
   });
   if (result.errors.length > 0) throw new Error(`esbuild: ${JSON.stringify(result.errors)}`);
   for (const old of fs.readdirSync(cache)) {
-    if (old !== path.basename(building)) fs.rmSync(path.join(cache, old), { recursive: true, force: true });
+    if (old.startsWith(`${name}-`) && old !== path.basename(building)) {
+      fs.rmSync(path.join(cache, old), { recursive: true, force: true });
+    }
   }
   fs.renameSync(building, out);
   return out;
