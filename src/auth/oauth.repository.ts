@@ -70,8 +70,11 @@ export async function takeCode(q: Queryable, codeHash: string) {
     .selectAll()
     .where("code_hash", "=", codeHash)
     .executeTakeFirst();
-  if (row) await q.deleteFrom("oauth_codes").where("code_hash", "=", codeHash).execute();
-  return row;
+  if (!row) return undefined;
+  // Concurrent exchanges of one code (PostgreSQL, READ COMMITTED) all read the row; only the one
+  // whose DELETE removed it gets it: the others' DELETE waits for that commit and removes nothing.
+  const deleted = await q.deleteFrom("oauth_codes").where("code_hash", "=", codeHash).executeTakeFirst();
+  return Number(deleted.numDeletedRows) > 0 ? row : undefined;
 }
 
 export async function insertRefreshToken(

@@ -305,6 +305,11 @@ export class OAuthService {
       if (!row || row.expires <= now || row.client_id !== request.clientId || row.disabled) {
         throw errors.oauth("invalid_grant", "Invalid refresh_token.");
       }
+      // The refresh token exchanged ends here; of concurrent exchanges of one (PostgreSQL, READ
+      // COMMITTED), only the one whose DELETE removed it gets a new one.
+      if (refresh !== undefined && (await deleteRefreshToken(trx, hash)) === 0) {
+        throw errors.oauth("invalid_grant", "Invalid refresh_token.");
+      }
       await insertToken(trx, {
         token_hash: hashToken(access),
         user_id: row.user_id,
@@ -315,7 +320,6 @@ export class OAuthService {
         client_id: app.client_id,
       });
       if (refresh !== undefined) {
-        await deleteRefreshToken(trx, hash);
         await insertRefreshToken(trx, {
           token_hash: hashToken(refresh),
           client_id: app.client_id,

@@ -270,6 +270,34 @@ describe("OAuth 2.0", () => {
       await expect(session.refreshCredentials()).rejects.toThrow();
     });
 
+    it("a code, or a refresh token exchanged, serves once even when sent many times at once", async () => {
+      const post = (params: Record<string, string>) =>
+        fetch(`${portal.api}/oauth2/token`, {
+          method: "POST",
+          body: new URLSearchParams({ f: "json", client_id: app.client_id, ...params }),
+        }).then((r) => r.json());
+      const signedIn = await signInThroughPage(authorizeUrl({}), member.username, member.password);
+      const code = codeOf(signedIn.location);
+      const exchanges = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          post({ grant_type: "authorization_code", redirect_uri: REDIRECT, code }),
+        ),
+      );
+      const granted = exchanges.filter((r) => r.access_token);
+      expect(granted).toHaveLength(1);
+      const refreshes = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          post({
+            grant_type: "exchange_refresh_token",
+            redirect_uri: REDIRECT,
+            refresh_token: granted[0].refresh_token,
+          }),
+        ),
+      );
+      expect(refreshes.filter((r) => r.refresh_token)).toHaveLength(1);
+      expect(refreshes.filter((r) => r.error?.details?.[0] === "invalid_grant")).toHaveLength(7);
+    });
+
     it("fetchToken exchanges a PKCE code once, and only with its verifier and redirect URI", async () => {
       const tokenUrl = `${portal.api}/oauth2/token`;
       const codeFor = async () => {
