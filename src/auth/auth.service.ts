@@ -390,12 +390,19 @@ export class AuthService {
   }
 
   /**
-   * The user, expiry and app of a valid user token, wherever it may be used from (what
-   * `exchangeToken` and `validateAppAccess` read of the token they are given). Throws 498.
+   * The user, expiry and app of a valid user token presented from where it may be used (what
+   * `exchangeToken` and `validateAppAccess` read of the token they are given): a token bound to a
+   * referer or an address is no more exchangeable from elsewhere than usable. Throws 498.
    */
-  async tokenSession(token: string): Promise<{ caller: Caller; expires: number; clientId: string | null }> {
+  async tokenSession(
+    token: string,
+    presenter: Presenter,
+  ): Promise<{ caller: Caller; expires: number; clientId: string | null }> {
     const session = await this.session(token);
     if (session.client === SESSION_CLIENT) throw errors.invalidToken();
+    if (session.client !== OAUTH_CLIENT && !presenterAllowed(session.client, session.bound, presenter)) {
+      throw errors.invalidToken();
+    }
     return { caller: session.caller, expires: session.expires, clientId: session.clientId };
   }
 

@@ -29,6 +29,7 @@ import {
   verifierMatches,
 } from "./oauth-rules.js";
 import { insertToken } from "./token.repository.js";
+import type { Presenter } from "./token-binding.js";
 
 /** An authorization code lives this long (RFC 6749 §4.1.2 recommends at most 10 minutes). */
 const CODE_MINUTES = 5;
@@ -367,9 +368,10 @@ export class OAuthService {
   async exchangeToken(
     token: string,
     clientId: string,
+    presenter: Presenter,
   ): Promise<{ token: string; expires: number; ssl: boolean }> {
     const app = await this.app(clientId);
-    const session = await this.auth.tokenSession(token);
+    const session = await this.auth.tokenSession(token, presenter);
     const org = await this.settings();
     const now = Date.now();
     const expires = Math.min(session.expires, now + org.maxTokenMinutes * 60_000);
@@ -395,9 +397,10 @@ export class OAuthService {
   async validateAppAccess(
     token: string,
     clientId: string,
+    presenter: Presenter,
   ): Promise<{ valid: boolean; viewOnlyUserTypeApp: boolean }> {
     await this.app(clientId);
-    await this.auth.tokenSession(token);
+    await this.auth.tokenSession(token, presenter);
     return { valid: true, viewOnlyUserTypeApp: false };
   }
 

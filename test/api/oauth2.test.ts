@@ -502,6 +502,29 @@ describe("OAuth 2.0", () => {
       await expect(exchangeToken(member.token, "nosuchclient", portal.api)).rejects.toThrow(/client_id/);
     });
 
+    it("exchangeToken and validateAppAccess take a referer-bound token only from its referer", async () => {
+      const bound = await portal.post("/generateToken", {
+        username: member.username,
+        password: member.password,
+        client: "referer",
+        referer: "https://only.example.com",
+      });
+      expect(bound.token).toBeTypeOf("string");
+      const call = (op: string, referer?: string) =>
+        fetch(`${portal.api}/oauth2/${op}`, {
+          method: "POST",
+          body: new URLSearchParams({ f: "json", token: bound.token, client_id: app.client_id }),
+          headers: referer ? { referer } : {},
+        }).then((r) => r.json() as Promise<any>);
+      // A stolen bound token does not become one usable from anywhere.
+      expect((await call("exchangeToken")).error.code).toBe(498);
+      expect((await call("exchangeToken", "https://evil.example.com/")).error.code).toBe(498);
+      expect((await call("validateAppAccess")).error.code).toBe(498);
+      const exchanged = await call("exchangeToken", "https://only.example.com/page");
+      expect((await portal.get("/community/self", {}, exchanged.token)).username).toBe(member.username);
+      expect((await call("validateAppAccess", "https://only.example.com/")).valid).toBe(true);
+    });
+
     it("validateAppAccess answers valid and viewOnlyUserTypeApp", async () => {
       expect(await validateAppAccess(member.token, app.client_id, portal.api)).toEqual({
         valid: true,

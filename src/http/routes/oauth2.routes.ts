@@ -310,7 +310,11 @@ export const oauth2Routes = [
       token: p.string({ required: true, maxLength: 1024 }),
       client_id: p.string({ required: true, maxLength: 128 }),
     },
-    handler: async ({ params, services }) => services.oauth.exchangeToken(params.token, params.client_id),
+    handler: async ({ params, services, headers, requestIp }) =>
+      services.oauth.exchangeToken(params.token, params.client_id, {
+        referer: headers.referer,
+        ip: requestIp,
+      }),
   }),
   defineRoute({
     name: "oauth2.validateAppAccess",
@@ -322,7 +326,11 @@ export const oauth2Routes = [
       token: p.string({ required: true, maxLength: 1024 }),
       client_id: p.string({ required: true, maxLength: 128 }),
     },
-    handler: async ({ params, services }) => services.oauth.validateAppAccess(params.token, params.client_id),
+    handler: async ({ params, services, headers, requestIp }) =>
+      services.oauth.validateAppAccess(params.token, params.client_id, {
+        referer: headers.referer,
+        ip: requestIp,
+      }),
   }),
   defineRoute({
     name: "oauth2.platformSelf",
