@@ -1,4 +1,5 @@
 import type { Insertable, Updateable } from "kysely";
+import { noteChange } from "../db/change-feed.js";
 import type { Queryable } from "../db/database.js";
 import type {
   OAuthAppTable,
@@ -45,11 +46,14 @@ export async function updateApp(
 
 /** Unregisters an app; its codes, refresh tokens and tokens go with it (the cascade). */
 export async function deleteApp(q: Queryable, clientId: string): Promise<void> {
+  // Every user's token made for it goes too: any node's cache of token holders may hold one.
+  noteChange(q, "auth");
   await q.deleteFrom("oauth_apps").where("client_id", "=", clientId).execute();
 }
 
 /** Ends every grant of an app (a new secret): codes, refresh tokens, app and user tokens. */
 export async function deleteGrantsOfApp(q: Queryable, clientId: string): Promise<void> {
+  noteChange(q, "auth");
   await q.deleteFrom("oauth_codes").where("client_id", "=", clientId).execute();
   await q.deleteFrom("oauth_refresh_tokens").where("client_id", "=", clientId).execute();
   await q.deleteFrom("oauth_app_tokens").where("client_id", "=", clientId).execute();

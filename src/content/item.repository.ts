@@ -134,6 +134,15 @@ export type ItemStorageCleaner = (q: Queryable, itemId: string) => Promise<void>
 
 export async function deleteItem(q: Queryable, id: string, dropStorage: ItemStorageCleaner): Promise<void> {
   noteChange(q, `content:${id}`);
+  // An Application item registered as an app takes the app, and every user's token made for it,
+  // with it (the cascade of 0016): those tokens may be held in any node's cache of token holders,
+  // whoever deletes the item (its owner, an administrator, the end of a replication).
+  const app = await q
+    .selectFrom("oauth_apps")
+    .select("client_id")
+    .where("item_id", "=", id)
+    .executeTakeFirst();
+  if (app) noteChange(q, "auth");
   await dropStorage(q, id);
   await q.deleteFrom("items").where("id", "=", id).execute();
 }

@@ -393,20 +393,16 @@ export class ItemService {
   }
 
   async delete(caller: Caller | null, username: string, id: string): Promise<void> {
-    await this.db.transaction(
-      async (trx) => {
-        const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:deleteItems");
-        if (row.protected) {
-          throw errors.conflict(`Item '${id}' is protected from deletion.`, "Unprotect it first.");
-        }
-        // An Application item's registration and its grants go with it (the cascade of 0016).
-        await deleteItem(trx, id, this.dropStorage);
-        await recordEvent(trx, { source: "item", operation: "delete", objectId: id, actor: actorOf(caller) });
-        return row.type;
-      },
-      // The tokens of its registered app may be held in any node's cache of token holders.
-      { changes: (type) => (type === "Application" ? ["auth"] : []) },
-    );
+    await this.db.transaction(async (trx) => {
+      const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:deleteItems");
+      if (row.protected) {
+        throw errors.conflict(`Item '${id}' is protected from deletion.`, "Unprotect it first.");
+      }
+      // An Application item's registration and its grants go with it (the cascade of 0016);
+      // deleteItem tells the token caches.
+      await deleteItem(trx, id, this.dropStorage);
+      await recordEvent(trx, { source: "item", operation: "delete", objectId: id, actor: actorOf(caller) });
+    });
   }
 
   async setProtected(caller: Caller | null, username: string, id: string, value: boolean): Promise<void> {

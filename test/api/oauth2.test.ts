@@ -10,6 +10,7 @@ import {
   validateAppAccess,
 } from "@esri/arcgis-rest-request";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { deleteItem } from "../../src/content/item.repository.js";
 import { openSignInPage, pkcePair, registerTestApp, signInThroughPage } from "../helpers/oauth.js";
 import { ADMIN, startTestPortal, type TestPortal } from "../helpers/portico.js";
 
@@ -69,6 +70,17 @@ describe("OAuth 2.0", () => {
       );
       const stored = await portal.portico.db.kysely.selectFrom("oauth_apps").selectAll().execute();
       expect(JSON.stringify(stored)).not.toContain(app.client_secret);
+    });
+
+    it("an app's item deleted by any path ends every user's tokens for it, cached ones too", async () => {
+      const doomed = await registerTestApp(portal, member.token, member.username, [REDIRECT]);
+      // Another user's token for the app, used once so that the token cache holds it.
+      const adminsToken = await exchangeToken(portal.adminToken, doomed.client_id, portal.api);
+      expect((await portal.get("/community/self", {}, adminsToken)).username).toBe(ADMIN.username);
+      // Deleted as the end of a replication deletes a copy: through the repository, in a
+      // transaction that declares no change of its own.
+      await portal.portico.db.transaction((trx) => deleteItem(trx, doomed.itemId, async () => {}));
+      expect((await portal.get("/community/self", {}, adminsToken)).error.code).toBe(498);
     });
 
     it("refuses to register an item of another type, another's item, or an unsafe redirect URI", async () => {
@@ -275,7 +287,7 @@ describe("OAuth 2.0", () => {
         fetch(`${portal.api}/oauth2/token`, {
           method: "POST",
           body: new URLSearchParams({ f: "json", client_id: app.client_id, ...params }),
-        }).then((r) => r.json());
+        }).then((r) => r.json() as Promise<any>);
       const signedIn = await signInThroughPage(authorizeUrl({}), member.username, member.password);
       const code = codeOf(signedIn.location);
       const exchanges = await Promise.all(
