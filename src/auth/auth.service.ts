@@ -256,35 +256,6 @@ export class AuthService {
     }
   }
 
-  /**
-   * Checks an app's client secret under the organization's lockout policy, as a password is
-   * checked: failures are counted for the client id (under a name no username can have), and a
-   * client id locked by too many wrong secrets is refused even the right one until the lock ends.
-   */
-  async checkAppSecret(clientId: string, secretHash: string, secret: string): Promise<void> {
-    const { lockoutPolicy } = (await this.deps.signInSettings()).securityPolicy;
-    const name = `client_id:${clientId}`;
-    const rule = (now: number) => ({
-      windowStart: now - lockoutPolicy.failedAttemptsWindowInMinutes * 60_000,
-      maxAttempts: lockoutPolicy.maxFailedAttempts,
-      lockUntil: now + lockoutPolicy.lockoutDurationInMinutes * 60_000,
-    });
-    const locked = () =>
-      errors.oauth(
-        "invalid_client",
-        "Too many invalid client_secret attempts: this app is locked for a while.",
-      );
-    const matches = hashToken(secret) === secretHash;
-    await this.db.transaction(async (trx) => {
-      const now = Date.now();
-      const run = await reserveSignInAttempt(trx, name, now, rule(now));
-      if (run === undefined) throw locked();
-      if (!matches) return recordFailedAttempt(trx, name, run, now, rule(now));
-      if ((await endSignInFailures(trx, name, now)) !== undefined) throw locked();
-    });
-    if (!matches) throw errors.oauth("invalid_client", "Invalid client_secret.");
-  }
-
   /** The right password was given: the new password, expiry and lock checks, then the token. */
   private async issue<T>(
     request: PasswordSignIn,

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from "node:crypto";
 import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import {
@@ -197,20 +198,28 @@ export class OAuthService {
     }
   }
 
-  /** A secret that was sent must be the app's; wrong ones count towards a lock of the app. */
-  private async checkSecret(app: AppRow, secret: string | undefined, required: boolean): Promise<void> {
+  /**
+   * A secret that was sent must be the app's. Wrong ones lock nothing: the secret is 256 random
+   * bits, so guessing it is hopeless, and a lock per client id would let any anonymous caller shut
+   * a server app out of `client_credentials` by sending a few wrong ones.
+   */
+  private checkSecret(app: AppRow, secret: string | undefined, required: boolean): void {
     if (secret === undefined) {
       if (required) throw errors.missingParameter("client_secret");
       return;
     }
-    await this.auth.checkAppSecret(app.client_id, app.secret_hash, secret);
+    const sent = Buffer.from(hashToken(secret));
+    const stored = Buffer.from(app.secret_hash);
+    if (sent.length !== stored.length || !timingSafeEqual(sent, stored)) {
+      throw errors.oauth("invalid_client", "Invalid client_secret.");
+    }
   }
 
   private async codeGrant(request: TokenGrantRequest): Promise<TokenAnswer> {
     if (request.code === undefined) throw errors.missingParameter("code");
     if (request.redirectUri === undefined) throw errors.missingParameter("redirect_uri");
     const app = await this.app(request.clientId);
-    await this.checkSecret(app, request.clientSecret, false);
+    this.checkSecret(app, request.clientSecret, false);
     const org = await this.settings();
     const code = request.code;
     const result = await this.db.transaction(async (trx) => {
@@ -287,7 +296,7 @@ export class OAuthService {
   private async refreshGrant(request: TokenGrantRequest, exchange: boolean): Promise<TokenAnswer> {
     if (request.refreshToken === undefined) throw errors.missingParameter("refresh_token");
     const app = await this.app(request.clientId);
-    await this.checkSecret(app, request.clientSecret, false);
+    this.checkSecret(app, request.clientSecret, false);
     if (exchange) {
       if (request.redirectUri === undefined) throw errors.missingParameter("redirect_uri");
       if (!redirectUriRegistered(request.redirectUri, JSON.parse(app.redirect_uris) as string[])) {
@@ -345,7 +354,7 @@ export class OAuthService {
   /** `client_credentials`: a token for the app itself, which acts for no user. */
   private async clientCredentials(request: TokenGrantRequest): Promise<TokenAnswer> {
     const app = await this.app(request.clientId);
-    await this.checkSecret(app, request.clientSecret, true);
+    this.checkSecret(app, request.clientSecret, true);
     const org = await this.settings();
     const minutes = tokenMinutes(request.expiration ?? APP_TOKEN_MINUTES, org.maxTokenMinutes);
     const token = newSecret();
