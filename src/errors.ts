@@ -5,12 +5,27 @@
  */
 export type ErrorCode = 400 | 403 | 498 | 499 | 500;
 
+/** The error names of RFC 6749 (§4.1.2.1, §5.2) that the OAuth 2.0 endpoints answer. */
+export type OAuthErrorName =
+  | "invalid_request"
+  | "invalid_client"
+  | "invalid_grant"
+  | "unauthorized_client"
+  | "unsupported_grant_type"
+  | "unsupported_response_type"
+  | "invalid_scope";
+
 export class PorticoError extends Error {
   constructor(
     readonly code: ErrorCode,
     message: string,
     readonly messageCode?: string,
     readonly details: string[] = [],
+    /**
+     * An OAuth 2.0 endpoint's refusal: its RFC 6749 name, answered as `error` (with the message as
+     * `error_description`) beside ArcGIS's fields, as ArcGIS answers its own OAuth errors.
+     */
+    readonly oauthError?: OAuthErrorName,
   ) {
     super(message);
     this.name = "PorticoError";
@@ -183,10 +198,19 @@ export const errors = {
 
   /**
    * An OAuth 2.0 request refused (`oauth2/token`, `authorize`, `exchangeToken`, `platformSelf`):
-   * `error` is the RFC 6749 error name (`invalid_request`, `invalid_client`, `invalid_grant`,
-   * `unauthorized_client`, `unsupported_grant_type`), said in the details after the description.
+   * `error` is the RFC 6749 error name, answered as `error` and, for clients that read only
+   * ArcGIS's fields, in the details.
    */
-  oauth: (error: string, description: string) => new PorticoError(400, description, "OAUTH_0001", [error]),
+  oauth: (error: OAuthErrorName, description: string) =>
+    new PorticoError(400, description, "OAUTH_0001", [error], error),
+  /**
+   * A parameter error (missing, invalid) of an OAuth 2.0 endpoint: the same error, also named
+   * `invalid_request` as RFC 6749 §5.2 calls it. Other errors pass unchanged.
+   */
+  asOAuthRequestError: (err: PorticoError) =>
+    err.oauthError === undefined && err.code === 400 && err.messageCode?.startsWith("PARAM_")
+      ? new PorticoError(err.code, err.message, err.messageCode, err.details, "invalid_request")
+      : err,
   badCredentials: () =>
     new PorticoError(400, "Unable to generate token.", "GWM_0007", ["Invalid username or password."]),
   accountDisabled: () =>

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import type { Privilege } from "../auth/privileges.js";
-import { errors } from "../errors.js";
+import { errors, PorticoError } from "../errors.js";
 import type { Organization } from "../portal/portal.service.js";
 import type { Services } from "../services.js";
 import {
@@ -131,6 +131,11 @@ export interface RouteDef<
    * returns the body for it (an `EncodedBody` for a protocol buffer).
    */
   formats?: readonly ExtraFormat[];
+  /**
+   * An OAuth 2.0 protocol endpoint (RFC 6749): its parameter errors are also named
+   * `invalid_request` in the envelope, as its own refusals (`errors.oauth`) are named.
+   */
+  oauth?: boolean;
   // Method syntax on purpose: a route of any parameters, path and auth mode then joins the one
   // table of routes (`allRoutes`) without a cast, while each handler keeps its precise types.
   handler(ctx: HandlerContext<S, P, A>): Promise<unknown>;
@@ -454,6 +459,9 @@ export function registerRoutes(
           apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
           format,
         });
+      } catch (err) {
+        if (route.oauth && err instanceof PorticoError) throw errors.asOAuthRequestError(err);
+        throw err;
       } finally {
         // Before the answer goes out: a client that reads it may look for the file at once.
         await removeUploads(Object.values(files));

@@ -171,6 +171,7 @@ export function errorBody(error: PorticoError): { error: Record<string, unknown>
   return {
     error: {
       code: error.code,
+      ...(error.oauthError ? { error: error.oauthError, error_description: error.message } : {}),
       ...(error.messageCode ? { messageCode: error.messageCode } : {}),
       message: error.message,
       details: error.details,

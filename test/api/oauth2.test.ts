@@ -507,6 +507,63 @@ describe("OAuth 2.0", () => {
         .execute();
       expect(counted).toEqual([]);
     });
+    it("refusals name RFC 6749's error beside ArcGIS's fields, and rest-js still reads them", async () => {
+      const token = (params: Record<string, string>) => portal.post("/oauth2/token", params);
+      const unknown = await token({
+        grant_type: "client_credentials",
+        client_id: "nosuch",
+        client_secret: "x",
+      });
+      expect(unknown.error).toEqual({
+        code: 400,
+        error: "invalid_client",
+        error_description: unknown.error.message,
+        messageCode: "OAUTH_0001",
+        message: expect.stringMatching(/client_id/),
+        details: ["invalid_client"],
+      });
+      const grant = await token({ grant_type: "password", client_id: app.client_id });
+      expect(grant.error.error).toBe("unsupported_grant_type");
+      const badSecret = await token({
+        grant_type: "client_credentials",
+        client_id: app.client_id,
+        client_secret: "wrong",
+      });
+      expect(badSecret.error.error).toBe("invalid_client");
+      const badRefresh = await token({
+        grant_type: "refresh_token",
+        client_id: app.client_id,
+        refresh_token: "nosuch",
+      });
+      expect(badRefresh.error).toMatchObject({
+        error: "invalid_grant",
+        error_description: "Invalid refresh_token.",
+      });
+      // Parameter errors, found by the route's checks or by the grant, are invalid_request.
+      const noClient = await token({ grant_type: "refresh_token" });
+      expect(noClient.error).toMatchObject({ error: "invalid_request", messageCode: "PARAM_0001" });
+      expect(noClient.error.error_description).toBe(noClient.error.message);
+      const noCode = await token({
+        grant_type: "authorization_code",
+        client_id: app.client_id,
+        redirect_uri: REDIRECT,
+      });
+      expect(noCode.error).toMatchObject({ error: "invalid_request", messageCode: "PARAM_0001" });
+      const noHeader = await portal.post("/oauth2/platformSelf", {});
+      expect(noHeader.error.error).toBe("invalid_request");
+      const noToken = await portal.post("/oauth2/exchangeToken", { client_id: app.client_id });
+      expect(noToken.error.error).toBe("invalid_request");
+      // Other operations' errors are ArcGIS's envelope alone.
+      expect((await portal.get("/content/items/nosuchitem", {})).error.error).toBeUndefined();
+      // rest-js reads code, messageCode and message as before.
+      const refused = await fetchToken(`${portal.api}/oauth2/token`, {
+        params: { grant_type: "refresh_token", client_id: app.client_id, refresh_token: "nosuch" },
+      }).catch((e: unknown) => e as any);
+      expect(refused.name).toBe("ArcGISRequestError");
+      expect(refused.code).toBe("OAUTH_0001");
+      expect(refused.message).toBe("OAUTH_0001: Invalid refresh_token.");
+      expect(refused.response.error.error).toBe("invalid_grant");
+    });
   });
 
   describe("exchangeToken, validateAppAccess, platformSelf", () => {

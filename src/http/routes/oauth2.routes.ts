@@ -152,6 +152,7 @@ const appParams = {
 export const oauth2Routes = [
   defineRoute({
     name: "oauth2.revokeToken",
+    oauth: true,
     methods: ["POST"],
     path: "/oauth2/revokeToken",
     auth: "none",
@@ -272,6 +273,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.token",
+    oauth: true,
     // POST only: the grants carry secrets (codes, refresh tokens, client secrets).
     methods: ["POST"],
     path: "/oauth2/token",
@@ -301,6 +303,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.exchangeToken",
+    oauth: true,
     methods: ["POST"],
     path: "/oauth2/exchangeToken",
     // The token sent is what is exchanged, not the caller's credential.
@@ -318,6 +321,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.validateAppAccess",
+    oauth: true,
     methods: ["POST"],
     path: "/oauth2/validateAppAccess",
     auth: "none",
@@ -334,6 +338,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.platformSelf",
+    oauth: true,
     methods: ["POST"],
     path: "/oauth2/platformSelf",
     // The credential is the portal's sign-in cookie, not a token.
