@@ -136,6 +136,11 @@ export interface RouteDef<
    * `invalid_request` in the envelope, as its own refusals (`errors.oauth`) are named.
    */
   oauth?: boolean;
+  /**
+   * The answer carries a credential (a token, a client secret): `Cache-Control: no-store` and
+   * `Pragma: no-cache`, so that no cache or proxy keeps it (RFC 6749 §5.1).
+   */
+  noStore?: boolean;
   // Method syntax on purpose: a route of any parameters, path and auth mode then joins the one
   // table of routes (`allRoutes`) without a cast, while each handler keeps its precise types.
   handler(ctx: HandlerContext<S, P, A>): Promise<unknown>;
@@ -386,6 +391,7 @@ export function registerRoutes(
       return payload.pipe(metered);
     };
     const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+      if (route.noStore) reply.header("cache-control", "no-store").header("pragma", "no-cache");
       checkQuery(request);
       const path = request.params as Record<string, string>;
       // `<portal_id>` is the organization id or `self` (`wire.md` §1), checked here for every route.

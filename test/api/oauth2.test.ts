@@ -661,4 +661,67 @@ describe("OAuth 2.0", () => {
       expect(ADMIN.username).not.toBe(member.username);
     });
   });
+
+  describe("caching", () => {
+    it("answers that carry a token or a secret say no-store and no-cache, errors too (RFC 6749 §5.1)", async () => {
+      const raw = (path: string, params: Record<string, string>, headers: Record<string, string> = {}) =>
+        fetch(`${portal.api}${path}`, {
+          method: "POST",
+          headers: { "content-type": "application/x-www-form-urlencoded", ...headers },
+          body: new URLSearchParams({ f: "json", ...params }),
+        });
+      const expectNoStore = async (res: Response, field: string) => {
+        const body = (await res.json()) as Record<string, unknown>;
+        expect(body[field]).toBeDefined();
+        expect(res.headers.get("cache-control")).toBe("no-store");
+        expect(res.headers.get("pragma")).toBe("no-cache");
+      };
+      await expectNoStore(
+        await raw("/oauth2/token", {
+          grant_type: "client_credentials",
+          client_id: app.client_id,
+          client_secret: app.client_secret,
+        }),
+        "access_token",
+      );
+      await expectNoStore(
+        await raw("/oauth2/token", {
+          grant_type: "client_credentials",
+          client_id: "nosuch",
+          client_secret: "x",
+        }),
+        "error",
+      );
+      await expectNoStore(
+        await raw("/oauth2/exchangeToken", { token: member.token, client_id: app.client_id }),
+        "token",
+      );
+      await expectNoStore(
+        await raw("/generateToken", {
+          username: member.username,
+          password: member.password,
+          client: "requestip",
+        }),
+        "token",
+      );
+      const r = await signInThroughPage(authorizeUrl({}), member.username, member.password);
+      const cookie = r.setCookies.find((c) => c.startsWith("portico_auth=")) as string;
+      await expectNoStore(
+        await raw(
+          "/oauth2/platformSelf",
+          {},
+          {
+            cookie: cookie.split(";")[0] as string,
+            "X-Esri-Auth-Client-Id": app.client_id,
+            "X-Esri-Auth-Redirect-Uri": REDIRECT,
+          },
+        ),
+        "token",
+      );
+      // Answers without credentials are left to the usual rules.
+      const info = await raw("/oauth2/validateAppAccess", { token: member.token, client_id: app.client_id });
+      expect(((await info.json()) as { valid: boolean }).valid).toBe(true);
+      expect(info.headers.get("pragma")).toBeNull();
+    });
+  });
 });

@@ -273,6 +273,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.token",
+    noStore: true,
     oauth: true,
     // POST only: the grants carry secrets (codes, refresh tokens, client secrets).
     methods: ["POST"],
@@ -303,6 +304,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.exchangeToken",
+    noStore: true,
     oauth: true,
     methods: ["POST"],
     path: "/oauth2/exchangeToken",
@@ -338,6 +340,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.platformSelf",
+    noStore: true,
     oauth: true,
     methods: ["POST"],
     path: "/oauth2/platformSelf",
@@ -373,6 +376,7 @@ export const oauth2Routes = [
   }),
   defineRoute({
     name: "oauth2.registerApp",
+    noStore: true,
     methods: ["POST"],
     path: "/oauth2/registerApp",
     auth: "required",

@@ -28,6 +28,7 @@ export const sharingRoutes = [
   }),
   defineRoute({
     name: "generateToken",
+    noStore: true,
     // POST only: a GET would put the password in URLs, proxies and access logs.
     methods: ["POST"],
     path: "/generateToken",
