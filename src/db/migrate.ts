@@ -17,6 +17,7 @@ import * as m0012 from "./migrations/0012-group-applications.js";
 import * as m0013 from "./migrations/0013-item-relationships.js";
 import * as m0014 from "./migrations/0014-search-notifications.js";
 import * as m0015 from "./migrations/0015-item-resources.js";
+import * as m0017 from "./migrations/0017-export-jobs.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -39,6 +40,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0013-item-relationships": m0013,
   "0014-search-notifications": m0014,
   "0015-item-resources": m0015,
+  "0017-export-jobs": m0017,
 };
 
 /** Every migration this version knows, in order. */
