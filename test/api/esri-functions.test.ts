@@ -68,13 +68,7 @@ const NO_PORTAL_EQUIVALENT = new Set([
  * Functions no test calls yet: issue 15 is in progress. Each one either fails against portico
  * today or works but is not yet checked through Esri's client.
  */
-const NOT_YET_CALLED = new Set([
-  "exchangeToken",
-  "exportItem",
-  "fetchToken",
-  "platformSelf",
-  "validateAppAccess",
-]);
+const NOT_YET_CALLED = new Set(["exchangeToken", "fetchToken", "platformSelf", "validateAppAccess"]);
 
 const TEST_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const THIS_FILE = fileURLToPath(import.meta.url);
