@@ -81,8 +81,10 @@ export function fileBase(title: string, fallback: string): string {
 function layerBases(layers: readonly ExportLayerSource[]): string[] {
   const taken = new Set<string>();
   return layers.map((l) => {
-    let base = fileBase(l.name, `layer_${l.info.id}`);
-    if (taken.has(base.toLowerCase())) base = `${base}_${l.info.id}`;
+    const first = fileBase(l.name, `layer_${l.info.id}`);
+    let base = first;
+    // The id makes it unique, unless another layer is named so: then a counter too.
+    for (let n = 1; taken.has(base.toLowerCase()); n++) base = `${first}_${l.info.id}${n > 1 ? `_${n}` : ""}`;
     taken.add(base.toLowerCase());
     return base;
   });
@@ -156,10 +158,16 @@ export async function writeExport(options: ExportOptions): Promise<ExportFile> {
     case "CSV": {
       const bases = layerBases(options.layers);
       const files: { name: string; path: string }[] = [];
+      // The layers' files share one budget: what the archive may hold before it is deflated.
+      let left = ZIP_INPUT_FACTOR * options.maxBytes;
       for (const [i, layer] of options.layers.entries()) {
         const name = `${bases[i]}.csv`;
         const file = path.join(options.dir, name);
-        await writeCsv(file, layer, options.targetSR, options.maxBytes);
+        const written = await asTooLarge(
+          options.maxBytes,
+          writeCsv(file, layer, options.targetSR, Math.min(options.maxBytes, left)),
+        );
+        left -= written;
         files.push({ name, path: file });
       }
       if (files.length === 1) {
@@ -173,14 +181,34 @@ export async function writeExport(options: ExportOptions): Promise<ExportFile> {
     case "Shapefile": {
       const bases = layerBases(options.layers);
       const files: { name: string; path: string }[] = [];
+      let left = ZIP_INPUT_FACTOR * options.maxBytes;
       for (const [i, layer] of options.layers.entries()) {
-        const written = await writeShapefile(options.dir, bases[i] as string, layer, options);
-        files.push(...written.map((f) => ({ name: path.basename(f), path: f })));
+        const written = await asTooLarge(
+          options.maxBytes,
+          writeShapefile(options.dir, bases[i] as string, layer, {
+            ...options,
+            maxBytes: Math.min(options.maxBytes, left),
+          }),
+        );
+        left -= written.size;
+        files.push(...written.files.map((f) => ({ name: path.basename(f), path: f })));
       }
       return zipped(options, base, files, itemType);
     }
   }
 }
+
+/** A file written within what is left of a collection's budget: too large says the export's limit. */
+async function asTooLarge<T>(maxBytes: number, writing: Promise<T>): Promise<T> {
+  try {
+    return await writing;
+  } catch (err) {
+    throw err instanceof ExportTooLarge ? new ExportTooLarge(maxBytes) : err;
+  }
+}
+
+/** A zip's files together may be this many times an item's data before deflating: written to disk, no more. */
+const ZIP_INPUT_FACTOR = 4;
 
 async function zipped(
   options: ExportOptions,
@@ -190,7 +218,8 @@ async function zipped(
 ): Promise<ExportFile> {
   const total = await Promise.all(files.map(async (f) => (await fs.promises.stat(f.path)).size));
   // Deflate rarely grows data; the archive is checked again once written.
-  if (total.reduce((a, b) => a + b, 0) > 4 * options.maxBytes) throw new ExportTooLarge(options.maxBytes);
+  if (total.reduce((a, b) => a + b, 0) > ZIP_INPUT_FACTOR * options.maxBytes)
+    throw new ExportTooLarge(options.maxBytes);
   const file = path.join(options.dir, `${base}.zip`);
   await writeZip(file, files);
   await sizeChecked(file, options.maxBytes);
@@ -293,7 +322,7 @@ async function writeCsv(
   layer: ExportLayerSource,
   targetSR: ResolvedReference | undefined,
   maxBytes: number,
-): Promise<void> {
+): Promise<number> {
   // Only points have one x and y; lines and polygons are exported without their geometry, as ArcGIS does.
   const points = layer.info.includeGeometry && layer.schema.geometryType === "esriGeometryPoint";
   const fields = layer.schema.fields.filter(
@@ -321,6 +350,7 @@ async function writeCsv(
   } finally {
     await out.close();
   }
+  return out.size;
 }
 
 /** WGS 84, as `resolveSpatialReference({wkid: 4326})` resolves it. */
@@ -342,7 +372,7 @@ async function writeShapefile(
   base: string,
   layer: ExportLayerSource,
   options: ExportOptions,
-): Promise<string[]> {
+): Promise<{ files: string[]; size: number }> {
   const geometryType = layer.info.includeGeometry ? layer.schema.geometryType : undefined;
   const reference = options.targetSR ?? layerReference(layer.schema).reference;
   const prj = geometryType ? wktOf(reference) : undefined;
@@ -369,5 +399,6 @@ async function writeShapefile(
     await writer.abandon();
     throw err;
   }
-  return writer.files;
+  if (writer.size > options.maxBytes) throw new ExportTooLarge(options.maxBytes);
+  return { files: writer.files, size: writer.size };
 }

@@ -1,0 +1,82 @@
+import { execFile } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { LayerField, LayerSchema } from "../layer-schema.js";
+import { type ExportLayerSource, ExportTooLarge, writeExport } from "./export-files.js";
+
+const run = promisify(execFile);
+
+const field = (name: string, type: string, length?: number): LayerField =>
+  ({
+    name,
+    type,
+    alias: name,
+    column: name,
+    nullable: true,
+    editable: true,
+    defaultValue: null,
+    ...(length ? { length } : {}),
+  }) as LayerField;
+
+/** A table of `rows` features whose `text` is `width` characters, read in pages of 100; counts pages read. */
+function table(id: number, name: string, rows: number, width: number, read: { pages: number }) {
+  const oid = field("OBJECTID", "esriFieldTypeOID");
+  const schema = {
+    id,
+    kind: "table",
+    fields: [oid, field("text", "esriFieldTypeString", 254)],
+    objectIdField: oid,
+    hasZ: false,
+    hasM: false,
+  } as unknown as LayerSchema;
+  const source: ExportLayerSource = {
+    info: { id, where: "", includeGeometry: true, xColumnName: "x", yColumnName: "y" },
+    name,
+    schema,
+    definition: { name },
+    async *pages() {
+      for (let start = 0; start < rows; start += 100) {
+        read.pages += 1;
+        const features = [];
+        for (let i = start; i < Math.min(rows, start + 100); i++) {
+          features.push({ attributes: { OBJECTID: i + 1, text: "x".repeat(width) } });
+        }
+        yield { features };
+      }
+    },
+  };
+  return source;
+}
+
+describe("export files", () => {
+  let dir: string;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-export-files-"));
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it("stops writing a CSV Collection once its layers together pass the budget, not after every layer", async () => {
+    const read = { pages: 0 };
+    // Each layer alone stays under maxBytes (about 9 kB each); twenty of them are far over 4 x maxBytes.
+    const layers = Array.from({ length: 20 }, (_, i) => table(i, `layer ${i}`, 100, 80, read));
+    const refused = await writeExport({ format: "CSV", layers, title: "big", maxBytes: 10_000, dir }).catch(
+      (err: unknown) => err,
+    );
+    expect(refused).toBeInstanceOf(ExportTooLarge);
+    expect((refused as ExportTooLarge).maxBytes).toBe(10_000);
+    // What may be written before the export is refused: 4 x maxBytes of files, about 5 layers.
+    expect(read.pages).toBeLessThanOrEqual(6);
+  });
+
+  it("gives every layer its own file even when a name made unique collides with another layer's", async () => {
+    const read = { pages: 0 };
+    // The third layer's name is taken; made unique with its id it is "A_1_2", the first layer's.
+    const collide = [table(0, "A_1_2", 1, 1, read), table(1, "A_1", 1, 1, read), table(2, "A_1", 1, 1, read)];
+    const file = await writeExport({ format: "CSV", layers: collide, title: "names", maxBytes: 1e6, dir });
+    const { stdout } = await run("unzip", ["-Z1", file.path]);
+    expect(new Set(stdout.trim().split("\n")).size).toBe(3);
+  });
+});
