@@ -17,6 +17,7 @@ import {
   resolveSpatialReference,
   spatialReferenceOf,
 } from "../geometry/projection.js";
+import { DbfTooWide } from "../output/shapefile.js";
 import { readSpatialReferenceParam } from "../query/layer-query.js";
 import { type ExportLayerSource, ExportTooLarge, exportItemType, writeExport } from "./export-files.js";
 import {
@@ -345,7 +346,8 @@ function leaseFrom(now: number): number {
 /** What the item's status says of a failure the caller can act on; undefined for an internal one. */
 function failureMessage(err: unknown): string | undefined {
   if (err instanceof ExportTooLarge) return `The export failed: ${err.message}.`;
-  if (err instanceof ExportSourceGone) return `The export failed: ${err.message}.`;
+  if (err instanceof ExportSourceGone || err instanceof DbfTooWide)
+    return `The export failed: ${err.message}.`;
   if (err instanceof PorticoError) return `The export failed: ${[err.message, ...err.details].join(" ")}`;
   return undefined;
 }

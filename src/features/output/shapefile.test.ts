@@ -52,3 +52,24 @@ describe("shapefile writer", () => {
     expect(shapeRecord(null).content.readInt32LE(0)).toBe(0);
   });
 });
+
+describe("shapefile writer limits", () => {
+  it("refuses, by name, a layer whose attributes a dBASE record cannot hold instead of failing on a RangeError", async () => {
+    const fs = await import("node:fs");
+    const os = await import("node:os");
+    const path = await import("node:path");
+    const { ShapefileWriter, DbfTooWide } = await import("./shapefile.js");
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-dbf-"));
+    try {
+      // 300 text fields of 254 bytes: a record of 76,201 bytes, past dBASE's 65,535.
+      const columns = dbfColumns(
+        Array.from({ length: 300 }, (_, i) => field(`text_${i}`, "esriFieldTypeString", 254)),
+      );
+      const made = ShapefileWriter.create(dir, "wide", { columns });
+      await expect(made).rejects.toBeInstanceOf(DbfTooWide);
+      await expect(made).rejects.toThrow(/255 fields|65,535 bytes/);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -34,6 +34,19 @@ export interface DbfColumn {
 }
 
 const MAX_CHARACTER = 254;
+/** dBASE's limits: fields of a table (the header's size allows more, but readers stop at 255) and bytes of a record. */
+const MAX_DBF_COLUMNS = 255;
+const MAX_DBF_RECORD = 65_535;
+
+/** A layer with more attributes than a `.dbf` holds. */
+export class DbfTooWide extends Error {
+  constructor(name: string, columns: number, recordBytes: number) {
+    super(
+      `layer '${name}' has ${columns} fields of ${recordBytes.toLocaleString("en-US")} bytes in all; a shapefile holds at most ${MAX_DBF_COLUMNS} fields of 65,535 bytes: export it as CSV, GeoJson or a Feature Collection`,
+    );
+    this.name = "DbfTooWide";
+  }
+}
 
 /** The dBASE columns of a layer's fields; fields dBASE cannot hold (blobs, rasters, XML) are left out. */
 export function dbfColumns(fields: readonly LayerField[]): DbfColumn[] {
@@ -309,6 +322,10 @@ export class ShapefileWriter {
   ) {}
 
   static async create(dir: string, name: string, layout: ShapefileLayout): Promise<ShapefileWriter> {
+    const recordBytes = 1 + layout.columns.reduce((n, c) => n + c.length, 0);
+    if (layout.columns.length > MAX_DBF_COLUMNS || recordBytes > MAX_DBF_RECORD) {
+      throw new DbfTooWide(name, layout.columns.length, recordBytes);
+    }
     const base = path.join(dir, name);
     const files = [`${base}.dbf`, `${base}.cpg`];
     await fs.promises.writeFile(`${base}.cpg`, "UTF-8", { flag: "wx" });
