@@ -12,6 +12,7 @@ import {
 } from "@esri/arcgis-rest-portal";
 import { ArcGISIdentityManager, ArcGISRequestError } from "@esri/arcgis-rest-request";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { nextDueExportJob } from "../../src/features/export/export-job.repository.js";
 import { ADMIN, outbox, startTestPortal, type TestPortal } from "../helpers/portico.js";
 import {
   createSampleService,
@@ -397,6 +398,110 @@ describe("export of hosted feature layers (content/users/<u>/export)", () => {
       otherToken,
     );
     expect(foreign.error.code).toBe(400);
+  });
+
+  /**
+   * `count` export jobs in processing of new items of `user`, created at `from`, `from + 1`, …,
+   * held by a node until `leaseUntil` (so that this portal's runner leaves them alone).
+   */
+  async function heldJobs(user: string, token: string, count: number, from: number, leaseUntil: number) {
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const item = await portal.post(
+        `/content/users/${user}/addItem`,
+        { title: `held ${i}`, type: "GeoJson", text: "{}" },
+        token,
+      );
+      const jobId = `held${from + i}${user.length}`;
+      await portal.portico.db.kysely
+        .insertInto("export_jobs")
+        .values({
+          job_id: jobId,
+          item_id: item.id,
+          service_item_id: serviceItemId,
+          format: "GeoJson",
+          parameters: JSON.stringify({ title: "held", layers: [] }),
+          only_created_by: null,
+          status: "processing",
+          message: "processing",
+          attempts: 1,
+          lease_until: leaseUntil,
+          created: from + i,
+          modified: from + i,
+        })
+        .execute();
+      ids.push(jobId);
+    }
+    return ids;
+  }
+
+  it("refuses a sixth processing export of a user, naming the limit, and not another user's", async () => {
+    const lease = Date.now() + 3_600_000;
+    const held = await heldJobs(ownerName, ownerToken(), 5, 1_000, lease);
+    const db = portal.portico.db.kysely;
+    try {
+      const refused = await portal.post(
+        `/content/users/${ownerName}/export`,
+        {
+          itemId: serviceItemId,
+          exportFormat: "GeoJson",
+          exportParameters: { layers: [{ id: 1 }] },
+          title: "sixth",
+        },
+        ownerToken(),
+      );
+      expect(refused.error?.code).toBe(400);
+      expect(refused.error.message).toMatch(/has 5 exports processing; a user may have at most 5 at once/);
+      const content = await portal.get(`/content/users/${ownerName}`, { num: 100 }, ownerToken());
+      expect(content.items.filter((i: any) => i.title === "sixth")).toEqual([]);
+      // Another user's exports are not held up by the owner's.
+      const { bytes } = await exported(other, {
+        id: extractItemId,
+        exportFormat: "GeoJson",
+        exportParameters: { layers: [{ id: 0 }] },
+      });
+      expect(JSON.parse(bytes.toString()).features).toHaveLength(30);
+      // Once one of the owner's is done, the owner exports again.
+      await db
+        .updateTable("export_jobs")
+        .set({ status: "completed" })
+        .where("job_id", "=", held[0] as string)
+        .execute();
+      await exported(owner, {
+        exportFormat: "GeoJson",
+        exportParameters: { layers: [{ id: 1 }] },
+        title: "sixth",
+      });
+    } finally {
+      await db.deleteFrom("export_jobs").where("job_id", "in", held).execute();
+    }
+  });
+
+  it("takes owners in turn: a later user's first export before a user's queued second", async () => {
+    const lease = Date.now() + 3_600_000;
+    const db = portal.portico.db.kysely;
+    const mine = await heldJobs(ownerName, ownerToken(), 3, 1_000, lease);
+    const theirs = await heldJobs(otherName, otherToken, 1, 2_000, lease);
+    try {
+      // As a node sees them once their leases ran out, save the owner's first, still running.
+      await db
+        .updateTable("export_jobs")
+        .set({ lease_until: lease * 2 })
+        .where("job_id", "=", mine[0] as string)
+        .execute();
+      expect(await nextDueExportJob(db, lease + 1)).toBe(theirs[0]);
+      await db
+        .updateTable("export_jobs")
+        .set({ lease_until: lease * 2 })
+        .where("job_id", "=", theirs[0] as string)
+        .execute();
+      expect(await nextDueExportJob(db, lease + 1)).toBe(mine[1]);
+    } finally {
+      await db
+        .deleteFrom("export_jobs")
+        .where("job_id", "in", [...mine, ...theirs])
+        .execute();
+    }
   });
 
   function ownerToken(): string {

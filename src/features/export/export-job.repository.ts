@@ -1,5 +1,5 @@
-import type { Selectable } from "kysely";
-import type { Queryable } from "../../db/database.js";
+import { type Selectable, sql } from "kysely";
+import type { Engine, Queryable } from "../../db/database.js";
 import type { ExportJobTable } from "../../db/schema.js";
 
 /**
@@ -38,14 +38,57 @@ export function findExportJobOfItem(q: Queryable, itemId: string): Promise<Expor
   return q.selectFrom("export_jobs").selectAll().where("item_id", "=", itemId).executeTakeFirst();
 }
 
-/** The oldest job in processing that no node holds (never claimed, or its lease ran out). */
-export async function nextDueExportJob(q: Queryable, now: number): Promise<string | undefined> {
+/**
+ * How many export jobs of user `username`'s items are processing (queued or running). On
+ * PostgreSQL it first locks the user's row until the transaction ends, so that two requests of
+ * the same user count one after the other and cannot both pass a cap (SQLite transactions are
+ * already serialised).
+ */
+export async function countProcessingExportsOf(
+  q: Queryable,
+  engine: Engine,
+  username: string,
+): Promise<number> {
+  const user = q.selectFrom("users").select("id").where("username_key", "=", username.toLowerCase());
+  const owner = await (engine === "postgres" ? user.forUpdate() : user).executeTakeFirst();
+  if (!owner) return 0;
   const row = await q
     .selectFrom("export_jobs")
+    .innerJoin("items", "items.id", "export_jobs.item_id")
+    .select((eb) => eb.fn.countAll<number | string>().as("n"))
+    .where("items.owner_id", "=", owner.id)
+    .where("export_jobs.status", "=", "processing")
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
+ * The next job in processing that no node holds (never claimed, or its lease ran out), taking
+ * owners in turn: each processing job is ranked among its owner's (oldest first, a running one
+ * counted too), and the due job of the lowest rank goes first, the oldest among equals. A user
+ * with several exports queued thus has one run, then every other user's next one, and so on,
+ * instead of all of theirs before a later user's.
+ */
+export async function nextDueExportJob(q: Queryable, now: number): Promise<string | undefined> {
+  const ranked = q
+    .selectFrom("export_jobs")
+    .innerJoin("items", "items.id", "export_jobs.item_id")
+    .select([
+      "export_jobs.job_id as job_id",
+      "export_jobs.lease_until as lease_until",
+      "export_jobs.created as created",
+      sql<number>`row_number() over (partition by items.owner_id order by export_jobs.created, export_jobs.job_id)`.as(
+        "turn",
+      ),
+    ])
+    .where("export_jobs.status", "=", "processing");
+  const row = await q
+    .selectFrom(ranked.as("ranked"))
     .select("job_id")
-    .where("status", "=", "processing")
     .where("lease_until", "<", now)
+    .orderBy("turn")
     .orderBy("created")
+    .orderBy("job_id")
     .limit(1)
     .executeTakeFirst();
   return row?.job_id;

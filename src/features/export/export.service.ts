@@ -22,6 +22,7 @@ import { readSpatialReferenceParam } from "../query/layer-query.js";
 import { type ExportLayerSource, ExportTooLarge, exportItemType, writeExport } from "./export-files.js";
 import {
   claimExportJob,
+  countProcessingExportsOf,
   type ExportJobRow,
   findExportJobOfItem,
   finishExportJob,
@@ -49,6 +50,12 @@ export const MAX_EXPORT_BYTES = MAX_MULTIPART_BYTES;
 const PAGE_SIZE = 1_000;
 /** How long a node holds a job between renewals (one per page); a dead node's job waits this long. */
 export const EXPORT_LEASE_MS = 60_000;
+/**
+ * The most exports one user may have processing (queued or running) at once: a node runs one job
+ * at a time, so this bounds how long one user's exports keep others' waiting (the runner also
+ * takes owners in turn, see `nextDueExportJob`).
+ */
+export const MAX_PROCESSING_EXPORTS_PER_USER = 5;
 /** A job whose node died this many times is failed rather than tried again. */
 const MAX_ATTEMPTS = 3;
 
@@ -153,6 +160,14 @@ export class ExportService {
     };
     const now = Date.now();
     const created = await this.db.transaction(async (trx) => {
+      // Counted under the user's lock, so that concurrent requests cannot all pass the cap.
+      const processing = await countProcessingExportsOf(trx, this.db.engine, username);
+      if (processing >= MAX_PROCESSING_EXPORTS_PER_USER) {
+        throw errors.conflict(
+          `User '${username}' has ${processing} exports processing; a user may have at most ${MAX_PROCESSING_EXPORTS_PER_USER} at once.`,
+          "Wait until one of them has completed or failed (items/<exportItemId>/status), then export again.",
+        );
+      }
       const item = await this.items.insertIn(trx, caller, username, folder, {
         title,
         type,
