@@ -79,4 +79,36 @@ describe("export files", () => {
     const { stdout } = await run("unzip", ["-Z1", file.path]);
     expect(new Set(stdout.trim().split("\n")).size).toBe(3);
   });
+
+  it("calls progress while zipping, after the last page is read, so that the job keeps its lease", async () => {
+    const steps: string[] = [];
+    const layers = [0, 1, 2].map((i) => {
+      const layer = table(i, `layer ${i}`, 150, 10, { pages: 0 });
+      const pages = layer.pages.bind(layer);
+      layer.pages = async function* (...args) {
+        for await (const page of pages(...args)) {
+          steps.push("page");
+          yield page;
+        }
+      };
+      return layer;
+    });
+    for (const format of ["CSV", "Shapefile"] as const) {
+      steps.length = 0;
+      const file = await writeExport({
+        format,
+        layers,
+        title: format,
+        maxBytes: 1e6,
+        dir: fs.mkdtempSync(path.join(dir, format)),
+        progress: async () => {
+          steps.push("progress");
+        },
+      });
+      const { stdout } = await run("unzip", ["-Z1", file.path]);
+      const entries = stdout.trim().split("\n").length;
+      // One call before each entry of the archive, once every page is read.
+      expect(steps.slice(steps.lastIndexOf("page") + 1)).toEqual(Array(entries).fill("progress"));
+    }
+  });
 });

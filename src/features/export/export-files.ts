@@ -139,6 +139,11 @@ export interface ExportOptions {
   maxBytes: number;
   /** A directory of the export's own, removed by the caller. */
   dir: string;
+  /**
+   * Called between the steps that read no page (before each zip entry, during a long one): the
+   * job renews its lease there, as it does after each page.
+   */
+  progress?: () => Promise<void>;
 }
 
 export async function writeExport(options: ExportOptions): Promise<ExportFile> {
@@ -221,7 +226,7 @@ async function zipped(
   if (total.reduce((a, b) => a + b, 0) > ZIP_INPUT_FACTOR * options.maxBytes)
     throw new ExportTooLarge(options.maxBytes);
   const file = path.join(options.dir, `${base}.zip`);
-  await writeZip(file, files);
+  await writeZip(file, files, options.progress ? { progress: options.progress } : {});
   await sizeChecked(file, options.maxBytes);
   return { path: file, name: `${base}.zip`, contentType: "application/zip", itemType };
 }

@@ -264,6 +264,9 @@ export class ExportService {
       const file = await this.write(job, dir, heartbeat);
       await heartbeat();
       // Only while the node still holds the job: otherwise another node runs it, or the item is gone.
+      // The job's row is the transaction's first write: while the file is stored (a long copy for
+      // a large file) the row stays locked on PostgreSQL and writes wait on SQLite, so another
+      // node's claim waits for the commit and then finds the job completed, however long it took.
       await this.db.transaction(async (trx) => {
         const item = await findItem(trx, job.item_id);
         if (!item) return;
@@ -349,6 +352,7 @@ export class ExportService {
       ...(targetSR ? { targetSR } : {}),
       maxBytes: this.options.maxBytes ?? MAX_EXPORT_BYTES,
       dir,
+      progress: heartbeat,
     });
   }
 }

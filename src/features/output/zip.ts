@@ -30,13 +30,27 @@ function dosDateTime(at: Date): { time: number; date: number } {
   return { time, date };
 }
 
+/** How much of an entry is read between two calls of `progress`. */
+export const ZIP_PROGRESS_BYTES = 16 * 1024 * 1024;
+
+export interface ZipOptions {
+  /** The entries' time (now by default). */
+  at?: Date;
+  /**
+   * Called before each entry and after each `ZIP_PROGRESS_BYTES` of an entry: a long archive's
+   * writer renews what it holds there (an export job its lease); what it throws stops the writing.
+   */
+  progress?: () => Promise<void>;
+}
+
 /** Writes `entries` into a new archive at `target`; answers its size in bytes. */
 export async function writeZip(
   target: string,
   entries: readonly ZipEntry[],
-  at = new Date(),
+  options: ZipOptions = {},
 ): Promise<number> {
-  const { time, date } = dosDateTime(at);
+  const { time, date } = dosDateTime(options.at ?? new Date());
+  const progress = options.progress;
   const handle = await fs.promises.open(target, "wx");
   let offset = 0;
   const write = async (buffer: Buffer) => {
@@ -47,6 +61,7 @@ export async function writeZip(
   const central: Buffer[] = [];
   try {
     for (const entry of entries) {
+      await progress?.();
       const name = Buffer.from(entry.name, "utf8");
       const headerOffset = offset;
       const local = Buffer.alloc(30);
@@ -65,9 +80,15 @@ export async function writeZip(
       await pipeline(
         fs.createReadStream(entry.path),
         async function* (source: AsyncIterable<Buffer>) {
+          let sinceProgress = 0;
           for await (const chunk of source) {
             crc = zlib.crc32(chunk, crc);
             size += chunk.length;
+            sinceProgress += chunk.length;
+            if (progress && sinceProgress >= ZIP_PROGRESS_BYTES) {
+              sinceProgress = 0;
+              await progress();
+            }
             yield chunk;
           }
         },
