@@ -282,7 +282,8 @@ export class FeatureDataService {
   /** A layer of service item `serviceItemId` as an export's job reads it, whoever runs the job. */
   async exportLayer(serviceItemId: string, layerId: number): Promise<OpenLayer> {
     const opened = await this.services.openItem(serviceItemId);
-    if (!opened) throw new ExportSourceGone(`the feature service of item ${serviceItemId} no longer exists`);
+    if (!opened)
+      throw new ExportSourceGone(`the service this export reads (item ${serviceItemId}) no longer exists`);
     try {
       return this.layerOf(null, opened, String(layerId));
     } catch {

@@ -2,6 +2,7 @@ import { execFile } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { Writable } from "node:stream";
 import { promisify } from "node:util";
 import {
   exportItem,
@@ -76,9 +77,22 @@ describe("export of hosted feature layers (content/users/<u>/export)", () => {
   let serviceItemId: string;
   let extractItemId: string;
   let tmp: string;
+  /** What the portal logged at level error (a job's internal failure is logged so). */
+  const errorLogs: { msg?: string }[] = [];
 
   beforeAll(async () => {
-    portal = await startTestPortal();
+    portal = await startTestPortal({
+      env: { PORTICO_LOG_LEVEL: "error" },
+      logger: {
+        level: "error",
+        stream: new Writable({
+          write(chunk, _enc, done) {
+            for (const line of String(chunk).split("\n").filter(Boolean)) errorLogs.push(JSON.parse(line));
+            done();
+          },
+        }),
+      },
+    });
     const o = await portal.addUser("export_owner", "org_publisher");
     const x = await portal.addUser("export_other", "org_publisher");
     ownerName = o.username;
@@ -377,7 +391,7 @@ describe("export of hosted feature layers (content/users/<u>/export)", () => {
     await exported(owner, { exportFormat: "GeoJson", exportParameters: { layers: [{ id: 1 }] } });
     const status = await finished(started.exportItemId, started.jobId, owner);
     expect(status.status).toBe("failed");
-    expect(status.statusMessage).toMatch(/feature service of item gone0000 no longer exists/);
+    expect(status.statusMessage).toMatch(/the service this export reads \(item gone0000\) no longer exists/);
     const raw = await portal.get(
       `/content/users/${ownerName}/items/${started.exportItemId}/status`,
       {},
@@ -501,6 +515,47 @@ describe("export of hosted feature layers (content/users/<u>/export)", () => {
         .deleteFrom("export_jobs")
         .where("job_id", "in", [...mine, ...theirs])
         .execute();
+    }
+  });
+
+  it("fails a job whose service is deleted while it reads it with a clear message, logging no error", async () => {
+    const doomed = await createSampleService(
+      portal,
+      { username: ownerName, token: ownerToken() },
+      "ExportDeleted",
+      { points: POINTS.slice(0, 1500), zones: [] },
+      { maxRecordCount: 500 },
+    );
+    const featureData = portal.portico.services.featureData;
+    const exportPage = featureData.exportPage;
+    // The service is deleted once the job has read its first page, before it reads the second.
+    featureData.exportPage = async function (this: typeof featureData, open, page) {
+      if (page.after > 0) {
+        const deleted = await portal.post(
+          `/content/users/${ownerName}/items/${doomed.itemId}/delete`,
+          {},
+          ownerToken(),
+        );
+        expect(deleted.success).toBe(true);
+      }
+      return exportPage.call(this, open, page);
+    };
+    const logged = errorLogs.length;
+    try {
+      const started = await exportItem({
+        id: doomed.itemId,
+        authentication: owner,
+        exportFormat: "CSV",
+        exportParameters: { layers: [{ id: 0 }] } as never,
+        title: "deleted midway",
+      });
+      const status = await finished(started.exportItemId, started.jobId, owner);
+      expect(status.status).toBe("failed");
+      expect(status.statusMessage).toMatch(/the service this export reads \(item \w+\) no longer exists/);
+      expect(status.statusMessage).not.toMatch(/internal/);
+      expect(errorLogs.slice(logged)).toEqual([]);
+    } finally {
+      featureData.exportPage = exportPage;
     }
   });
 

@@ -299,12 +299,24 @@ export class ExportService {
         if (stopping()) await this.db.transaction((trx) => releaseExportJob(trx, job.job_id, held));
         return;
       }
-      const message = failureMessage(err);
+      // A query that failed because the service or a layer was deleted while the job read it.
+      const message = failureMessage(err) ?? (await this.sourceGone(job));
       if (message === undefined) onError(err, `export job ${job.job_id}`);
       await finish("failed", message ?? "The export failed on an internal error; export again.");
     } finally {
       await fs.promises.rm(dir, { recursive: true, force: true });
     }
+  }
+
+  /** What the item's status says when the job's service or one of its layers no longer exists. */
+  private async sourceGone(job: ExportJobRow): Promise<string | undefined> {
+    const stored = JSON.parse(job.parameters) as StoredParameters;
+    try {
+      for (const info of stored.layers) await this.featureData.exportLayer(job.service_item_id, info.id);
+    } catch (err) {
+      if (err instanceof ExportSourceGone) return failureMessage(err);
+    }
+    return undefined;
   }
 
   private async write(job: ExportJobRow, dir: string, heartbeat: () => Promise<void>) {
