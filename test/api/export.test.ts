@@ -349,6 +349,13 @@ describe("export of hosted feature layers (content/users/<u>/export)", () => {
       exportParameters: { layers: [{ id: 0 }], targetSR: 999999 },
     });
     expect(badSr.error.details.join(" ")).toMatch(/exportParameters/);
+    const sameColumns = await call({
+      exportFormat: "CSV",
+      exportParameters: { layers: [{ id: 0, xColumnName: "y" }] },
+    });
+    expect(sameColumns.error.details.join(" ")).toMatch(
+      /exportParameters.*xColumnName and yColumnName are the same/,
+    );
     const notJson = await call({ exportFormat: "CSV", exportParameters: "{layers" });
     expect(notJson.error.details.join(" ")).toMatch(/exportParameters.*JSON/);
     // An item that is not a hosted feature service.

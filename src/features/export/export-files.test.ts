@@ -5,7 +5,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { LayerField, LayerSchema } from "../layer-schema.js";
-import { type ExportLayerSource, ExportTooLarge, writeExport } from "./export-files.js";
+import { coordinateColumns, type ExportLayerSource, ExportTooLarge, writeExport } from "./export-files.js";
 
 const run = promisify(execFile);
 
@@ -110,5 +110,41 @@ describe("export files", () => {
       // One call before each entry of the archive, once every page is read.
       expect(steps.slice(steps.lastIndexOf("page") + 1)).toEqual(Array(entries).fill("progress"));
     }
+  });
+
+  it("keeps a point layer's attributes named like the x and y columns: the coordinate columns get a suffix", async () => {
+    const oid = field("OBJECTID", "esriFieldTypeOID");
+    const fields = [oid, field("X", "esriFieldTypeDouble"), field("y", "esriFieldTypeString", 20)];
+    const layer: ExportLayerSource = {
+      info: { id: 0, where: "", includeGeometry: true, xColumnName: "x", yColumnName: "y" },
+      name: "points",
+      schema: {
+        id: 0,
+        kind: "layer",
+        geometryType: "esriGeometryPoint",
+        fields,
+        objectIdField: oid,
+        hasZ: false,
+        hasM: false,
+      } as unknown as LayerSchema,
+      definition: { name: "points" },
+      async *pages() {
+        yield {
+          features: [{ attributes: { OBJECTID: 1, X: 42, y: "north" }, geometry: { x: 2.5, y: 48.5 } }],
+        };
+      },
+    };
+    const file = await writeExport({ format: "CSV", layers: [layer], title: "points", maxBytes: 1e6, dir });
+    const lines = fs.readFileSync(file.path, "utf8").trim().split("\r\n");
+    expect(lines).toEqual(["OBJECTID,X,y,x_1,y_1", "1,42,north,2.5,48.5"]);
+  });
+
+  it("names the coordinate columns apart from every field and from each other", () => {
+    const named = (...names: string[]) => names.map((name) => ({ name }));
+    expect(coordinateColumns(named("a"), "x", "y")).toEqual(["x", "y"]);
+    expect(coordinateColumns(named("x", "x_1"), "x", "y")).toEqual(["x_2", "y"]);
+    // x may not take the name y asks for, nor y the name x was given.
+    expect(coordinateColumns(named("lon"), "lon", "lon_1")).toEqual(["lon_2", "lon_1"]);
+    expect(coordinateColumns(named("lat"), "lat_1", "lat")).toEqual(["lat_1", "lat_2"]);
   });
 });

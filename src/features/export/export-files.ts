@@ -330,15 +330,14 @@ async function writeCsv(
 ): Promise<number> {
   // Only points have one x and y; lines and polygons are exported without their geometry, as ArcGIS does.
   const points = layer.info.includeGeometry && layer.schema.geometryType === "esriGeometryPoint";
-  const fields = layer.schema.fields.filter(
-    (f) =>
-      !points ||
-      ![layer.info.xColumnName, layer.info.yColumnName].some((c) => c.toLowerCase() === f.name.toLowerCase()),
-  );
+  const fields = layer.schema.fields;
   const out = await Output.open(file, maxBytes);
   try {
     const header = fields.map((f) => csvValue(f.name));
-    if (points) header.push(csvValue(layer.info.xColumnName), csvValue(layer.info.yColumnName));
+    if (points) {
+      const [x, y] = coordinateColumns(fields, layer.info.xColumnName, layer.info.yColumnName);
+      header.push(csvValue(x), csvValue(y));
+    }
     await out.write(`${header.join(",")}\r\n`);
     // Points in longitude and latitude unless a targetSR says otherwise: what a CSV's reader expects.
     const outSR = points ? (targetSR ?? WGS84_REFERENCE) : undefined;
@@ -356,6 +355,29 @@ async function writeCsv(
     await out.close();
   }
   return out.size;
+}
+
+/**
+ * The names of a point layer's x and y columns in its CSV: `xColumnName` and `yColumnName`, each
+ * with a suffix (`_1`, `_2`, …) when a field has that name (regardless of case), so that every
+ * attribute keeps its column and no two columns share a name (`x`, `y` beside fields named `X`
+ * and `y` are `x_1`, `y_1`).
+ */
+export function coordinateColumns(
+  fields: readonly { name: string }[],
+  xColumnName: string,
+  yColumnName: string,
+): [string, string] {
+  const fieldNames = new Set(fields.map((f) => f.name.toLowerCase()));
+  /** `name`, or `name_<n>` for the first n making it no field's name and not `other`. */
+  const free = (name: string, other: string) => {
+    let chosen = name;
+    for (let n = 1; fieldNames.has(chosen.toLowerCase()) || chosen.toLowerCase() === other.toLowerCase(); n++)
+      chosen = `${name}_${n}`;
+    return chosen;
+  };
+  const x = free(xColumnName, yColumnName);
+  return [x, free(yColumnName, x)];
 }
 
 /** WGS 84, as `resolveSpatialReference({wkid: 4326})` resolves it. */
