@@ -78,6 +78,9 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     let logError = (err: unknown, what: string) => reportError(new Error(`${what}: ${String(err)}`));
     // The webhook service wakes the delivery job through it; both are given it when built.
     const webhookWakeUp = new WakeUp();
+    // Likewise the export service and the export runner; jobs write their files beside the data.
+    const exportWakeUp = new WakeUp();
+    const exportDir = path.join(config.dataDir, "exports");
     // Collaboration's jobs are built before the services: the services hand them syncs to run and
     // notices to send, and a manual sync waits for its outcome. createJobs starts and stops them.
     const keys = new PortalKeys(db);
@@ -96,6 +99,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       searchTimeoutMs: config.searchTimeoutMs,
       hashing: { concurrency: config.passwordHashConcurrency, maxQueued: config.passwordHashQueue },
       webhookDelivery: webhookWakeUp,
+      exports: { workDir: exportDir, wakeUp: exportWakeUp },
       onError: (err, what) => logError(err, what),
     });
     await services.portal.ensureOrganization();
@@ -141,6 +145,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       webhooks: services.webhooks,
       webhookWakeUp,
       sync: syncJobs,
+      exports: { service: services.exports, wakeUp: exportWakeUp, workDir: exportDir },
       portalUrl,
       shutdownGraceMs: config.shutdownGraceSeconds * 1000,
       onError: (err, what) => logError(err, what),

@@ -15,6 +15,7 @@ import { ResourceService } from "./content/resource.service.js";
 import { SharingService } from "./content/sharing.service.js";
 import { UploadService } from "./content/upload.service.js";
 import type { Db } from "./db/database.js";
+import { ExportService } from "./features/export/export.service.js";
 import { FeatureAttachmentService } from "./features/feature-attachments.service.js";
 import { FeatureDataService } from "./features/feature-data.service.js";
 import { FeatureServices } from "./features/feature-services.service.js";
@@ -58,6 +59,7 @@ export interface Services {
   featureServices: FeatureServices;
   featureData: FeatureDataService;
   featureAttachments: FeatureAttachmentService;
+  exports: ExportService;
   webhooks: WebhookService;
   collaborations: CollaborationService;
   collaborationInvitations: InvitationService;
@@ -84,6 +86,11 @@ export interface ServiceOptions {
    * after the services, in `createJobs`) listens to.
    */
   webhookDelivery: { wake(): void };
+  /**
+   * Exports: where their jobs write files, and the `WakeUp` the export runner (built after the
+   * services, in `createJobs`) listens to.
+   */
+  exports: { workDir: string; wakeUp: { wake(): void } };
   onError: (err: unknown, what: string) => void;
 }
 
@@ -134,6 +141,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     featureServices,
     featureData,
     featureAttachments: new FeatureAttachmentService(db, featureData),
+    exports: new ExportService(db, items, featureData, options.exports),
     webhooks: new WebhookService(db, portal, {
       checkPayloadUrl: payloadUrlCheck(options.guard, options.portalUrl),
       portalUrl: options.portalUrl,

@@ -30,6 +30,7 @@ export interface Database {
   group_applications: GroupApplicationTable;
   item_shares: ItemShareTable;
   item_relationships: ItemRelationshipTable;
+  export_jobs: ExportJobTable;
   comments: CommentTable;
   feature_services: FeatureServiceTable;
   feature_layers: FeatureLayerTable;
@@ -386,6 +387,25 @@ export interface ItemRelationshipTable {
   /** User id of who added it: only they may delete it. */
   created_by: string;
   created: number;
+}
+
+/** An export's background job (0017): what to write into its item, and how far it got. */
+export interface ExportJobTable {
+  job_id: string;
+  item_id: string;
+  service_item_id: string;
+  format: string;
+  parameters: string;
+  only_created_by: string | null;
+  /** processing | completed | failed */
+  status: string;
+  message: string;
+  /** How many times a node took the job up. */
+  attempts: number;
+  /** Until when the node that took it up holds it; 0 when none has. */
+  lease_until: number;
+  created: number;
+  modified: number;
 }
 
 export interface CommentTable {

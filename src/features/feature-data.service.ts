@@ -21,7 +21,8 @@ import { fieldNamed, type LayerField, type LayerSchema, layerSchema, SchemaError
 import { layerStates } from "./layer-store.js";
 import { type AnswerFormat, queryAnswer } from "./query/answer.js";
 import { type LayerQuery, type QueryParams, readLayerQuery, readObjectIds } from "./query/layer-query.js";
-import { type QueryContext, runQuery } from "./query/run-query.js";
+import { type QueryContext, runQuery, whereFields } from "./query/run-query.js";
+import { compileWhere, describeWhereError } from "./query/where.js";
 import type { LayerDefinition, StoredService } from "./service-definition.js";
 
 /**
@@ -35,6 +36,14 @@ import type { LayerDefinition, StoredService } from "./service-definition.js";
  *   unless `allowOthersToQuery/Update/Delete` say otherwise; anonymous callers as
  *   `allowAnonymousToQuery/Update/Delete` say.
  */
+
+/** A job's service or layer was deleted or changed since the export was asked for. */
+export class ExportSourceGone extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "ExportSourceGone";
+  }
+}
 
 export type Operation = "query" | "create" | "update" | "delete";
 
@@ -171,7 +180,6 @@ export class FeatureDataService {
         `Layer ${open.schema.id} of service '${open.row.name}' does not allow ${operation === "query" ? "queries" : `${operation}s`} (capabilities: ${[...caps].join(",")}).`,
       );
     }
-    const tracking = this.tracking(open);
     const suffix =
       operation === "query"
         ? "Query"
@@ -180,17 +188,160 @@ export class FeatureDataService {
           : operation === "delete"
             ? "Delete"
             : undefined;
-    if (open.caller === null && suffix && tracking[`allowAnonymousTo${suffix}`] === false) {
+    return suffix ? this.ownership(open, suffix) : undefined;
+  }
+
+  /** Anonymous access and ownership-based access control of one operation, for a caller who is neither owner nor administrator. */
+  private ownership(
+    open: OpenLayer,
+    suffix: "Query" | "Update" | "Delete",
+  ): OwnershipRestriction | undefined {
+    const tracking = this.tracking(open);
+    if (open.caller === null && tracking[`allowAnonymousTo${suffix}`] === false) {
       throw errors.tokenRequired();
     }
     const creator = open.schema.editFields
       ? fieldNamed(open.schema, open.schema.editFields.creatorField)
       : undefined;
-    if (suffix && operation !== "create" && tracking.enableOwnershipAccessControl === true && creator) {
+    if (tracking.enableOwnershipAccessControl === true && creator) {
       const others = tracking[`allowOthersTo${suffix}`] !== false;
       if (!others) return { field: creator, username: open.caller?.username ?? null };
     }
     return undefined;
+  }
+
+  /**
+   * What an export of service item `serviceItemId` may read, checked for the caller when it is
+   * asked for (ArcGIS's rule): the owner and administrators export any layer; others only when the
+   * service's capabilities include `Extract` ("allow others to export"), and then only the
+   * features a query of theirs would see (ownership-based access control). Each layer's `where`
+   * is checked by the parser and compiler the query uses. Answers the layers in the order asked
+   * (every layer and table when none is named) and the user whose features alone are exported.
+   */
+  async exportSource(
+    caller: Caller,
+    serviceItemId: string,
+    layers: readonly { id: number; where: string }[] | undefined,
+  ): Promise<{ layers: { id: number; name: string; where: string }[]; onlyCreatedBy: string | null }> {
+    const found = await this.services.openItem(serviceItemId);
+    if (!found) throw errors.invalidParameter("itemId", `'${serviceItemId}' is not a hosted feature service`);
+    const opened = await this.services.open(caller, found.row.name);
+    const asked =
+      layers ?? [...opened.service.layers, ...opened.service.tables].map((l) => ({ id: l.id, where: "" }));
+    if (asked.length === 0) {
+      throw errors.invalidParameter(
+        "exportParameters",
+        `service '${found.row.name}' has no layers to export`,
+      );
+    }
+    let onlyCreatedBy: string | null = null;
+    const out: { id: number; name: string; where: string }[] = [];
+    for (const [i, layer] of asked.entries()) {
+      let open: OpenLayer;
+      try {
+        open = this.layerOf(caller, opened, String(layer.id));
+      } catch {
+        throw errors.invalidParameter(
+          "exportParameters",
+          `layers[${i}] names layer ${layer.id}, which service '${found.row.name}' does not have`,
+        );
+      }
+      if (!open.privileged) {
+        const caps = this.capabilities(open);
+        if (!caps.has("extract")) {
+          throw errors.forbidden(
+            `Only the owner of service '${found.row.name}' or an administrator may export it: its capabilities do not include Extract (capabilities: ${[...caps].join(",")}).`,
+          );
+        }
+        const restriction = this.ownership(open, "Query");
+        if (restriction) onlyCreatedBy = restriction.username;
+      }
+      if (layer.where.trim() !== "") {
+        const compiled = compileWhere(layer.where, {
+          engine: this.db.engine,
+          fields: whereFields(open.schema),
+          now: Date.now(),
+          firstParameter: 1,
+        });
+        if (!compiled.ok) {
+          throw errors.invalidParameter(
+            "exportParameters",
+            `layers[${i}].where: ${describeWhereError(compiled.error)}`,
+          );
+        }
+      }
+      out.push({
+        id: open.schema.id,
+        name: String(open.definition.name ?? `layer ${open.schema.id}`),
+        where: layer.where,
+      });
+    }
+    return { layers: out, onlyCreatedBy };
+  }
+
+  /** A layer of service item `serviceItemId` as an export's job reads it, whoever runs the job. */
+  async exportLayer(serviceItemId: string, layerId: number): Promise<OpenLayer> {
+    const opened = await this.services.openItem(serviceItemId);
+    if (!opened)
+      throw new ExportSourceGone(`the service this export reads (item ${serviceItemId}) no longer exists`);
+    try {
+      return this.layerOf(null, opened, String(layerId));
+    } catch {
+      throw new ExportSourceGone(`layer ${layerId} no longer exists in service '${opened.row.name}'`);
+    }
+  }
+
+  /**
+   * One page of an export: at most `size` features of greater object id than `after`, in object
+   * id order, with every field, answered as the query answers `format` (geometries in `outSR`,
+   * or WGS 84 for GeoJSON). `lastObjectId` is where the next page starts; undefined at the end.
+   */
+  async exportPage(
+    open: OpenLayer,
+    page: {
+      where: string;
+      outSR?: string | undefined;
+      returnGeometry: boolean;
+      onlyCreatedBy: string | null;
+      after: number;
+      size: number;
+      format: "json" | "geojson";
+    },
+  ): Promise<{ answer: Record<string, unknown>; count: number; lastObjectId: number | undefined }> {
+    const query: LayerQuery = {
+      ...readLayerQuery(
+        { where: page.where, outFields: "*", returnGeometry: page.returnGeometry, outSR: page.outSR },
+        open.schema,
+        this.limits(open),
+      ),
+      limit: page.size,
+      offset: 0,
+      afterObjectId: page.after,
+    };
+    const creator =
+      page.onlyCreatedBy !== null && open.schema.editFields
+        ? fieldNamed(open.schema, open.schema.editFields.creatorField)
+        : undefined;
+    const result = await runQuery(
+      this.context(open, creator ? { field: creator, username: page.onlyCreatedBy as string } : undefined),
+      query,
+    );
+    const rows = result.mode === "features" ? result.rows : [];
+    const last = rows[rows.length - 1];
+    const answer = queryAnswer(
+      open,
+      query,
+      { mode: "features", rows, exceeded: false },
+      page.format,
+    ) as Record<string, unknown>;
+    return {
+      answer,
+      count: rows.length,
+      lastObjectId:
+        rows.length === page.size && last
+          ? Number(last.attributes[open.schema.objectIdField.name])
+          : undefined,
+    };
   }
 
   private limits(open: OpenLayer) {

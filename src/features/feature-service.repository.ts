@@ -22,6 +22,15 @@ export function findService(q: Queryable, name: string): Promise<ServiceRow | un
     .executeTakeFirst();
 }
 
+/** The hosted service of an item, if it is one. */
+export function findServiceOfItem(q: Queryable, itemId: string): Promise<ServiceRow | undefined> {
+  return q
+    .selectFrom("feature_services")
+    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+    .where("item_id", "=", itemId)
+    .executeTakeFirst();
+}
+
 export async function insertService(q: Queryable, row: NewServiceRow): Promise<void> {
   await q
     .insertInto("feature_services")

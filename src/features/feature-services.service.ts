@@ -9,7 +9,12 @@ import { type Db, isUniqueViolation, type Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newGlobalId } from "./edits/values.js";
-import { findService, insertService, type ServiceRow } from "./feature-service.repository.js";
+import {
+  findService,
+  findServiceOfItem,
+  insertService,
+  type ServiceRow,
+} from "./feature-service.repository.js";
 import { completedDefinition, type LayerSchema, layerSchema, SchemaError } from "./layer-schema.js";
 import {
   addFieldColumns,
@@ -494,6 +499,23 @@ export class FeatureServices {
     if (!entry || !canViewItem(await this.items.viewer(caller), entry.item, entry.shared)) {
       throw unseen(caller, () => errors.serviceNotFound(name));
     }
+    const { row, service, item } = entry;
+    return { row, service, owner: { id: item.owner_id, username: item.owner } };
+  }
+
+  /**
+   * The hosted service of item `itemId`, whoever asks: for work that checked its caller when it
+   * was asked for (an export's background job). Undefined when the item is not a hosted service.
+   */
+  async openItem(
+    itemId: string,
+  ): Promise<
+    { row: ServiceRow; service: StoredService; owner: { id: string; username: string } } | undefined
+  > {
+    const found = await findServiceOfItem(this.db.kysely, itemId);
+    if (!found) return undefined;
+    const entry = await this.entries.get(found.name.toLowerCase(), () => this.load(found.name));
+    if (!entry || entry.row.item_id !== itemId) return undefined;
     const { row, service, item } = entry;
     return { row, service, owner: { id: item.owner_id, username: item.owner } };
   }

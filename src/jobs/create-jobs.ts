@@ -1,7 +1,9 @@
 import type { Db } from "../db/database.js";
+import type { ExportService } from "../features/export/export.service.js";
 import type { DeliveryOutcome } from "../observability/metrics.js";
 import type { OutboundGuard } from "../outbound/guard.js";
 import type { WebhookService } from "../webhooks/webhook.service.js";
+import { ExportRunner } from "./export-runner.js";
 import type { SyncJobs } from "./sync-jobs.js";
 import type { WakeUp } from "./wake-up.js";
 import { WebhookDelivery } from "./webhook-delivery.js";
@@ -24,6 +26,12 @@ export interface JobOptions {
   webhookWakeUp: Pick<WakeUp, "listen">;
   /** Collaboration's jobs: the sync runner, the sync scheduler and the peer notifier. */
   sync: Pick<SyncJobs, "start" | "stop">;
+  /** Exports: the service that runs their jobs, its wake-up and its directory of files. */
+  exports: {
+    service: Pick<ExportService, "nextDue" | "run">;
+    wakeUp: Pick<WakeUp, "listen">;
+    workDir: string;
+  };
   /** This portal's URL as payloads and other portals give it (public URL and context path). */
   portalUrl: () => string;
   /** How long webhook attempts in flight may finish at shutdown before they are handed back. */
@@ -52,15 +60,27 @@ export function createJobs(options: JobOptions): Jobs {
     onError: options.onError,
     onOutcome: options.onDeliveryOutcome,
   });
+  const exportRunner = new ExportRunner({
+    exports: options.exports.service,
+    wakeUp: options.exports.wakeUp,
+    workDir: options.exports.workDir,
+    onError: options.onError,
+  });
   return {
     webhookDelivery,
     async start() {
       await webhookDelivery.start();
       await options.sync.start();
+      await exportRunner.start();
     },
     async stop() {
-      // Side by side: syncs stop at their next batch while webhook attempts have their grace period.
-      await Promise.all([webhookDelivery.stop(options.shutdownGraceMs), options.sync.stop()]);
+      // Side by side: syncs stop at their next batch while webhook attempts have their grace
+      // period; an export is handed back at its next page.
+      await Promise.all([
+        webhookDelivery.stop(options.shutdownGraceMs),
+        options.sync.stop(),
+        exportRunner.stop(),
+      ]);
     },
   };
 }

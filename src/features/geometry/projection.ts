@@ -134,6 +134,24 @@ export function resolveSpatialReference(
   return failure("unknownSpatialReference", "the spatial reference has neither wkid nor wkt.");
 }
 
+/**
+ * The WKT of a resolved reference, as a shapefile's `.prj` holds it: EPSG's for a code, the
+ * reference's own when it was given as WKT; undefined when neither is known.
+ */
+export function wktOf(reference: ResolvedReference): string | undefined {
+  if (reference.wkid === undefined)
+    return reference.definition.startsWith("+") ? undefined : reference.definition;
+  try {
+    const entry = JSON.parse(readFileSync(join(EPSG_DIRECTORY, `${reference.wkid}.json`), "utf8")) as {
+      wkt?: unknown;
+    };
+    return typeof entry.wkt === "string" ? entry.wkt : undefined;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
 /** The x range over which a spatial reference wraps around the globe, if it does. */
 export function wrapRange(reference: ResolvedReference): readonly [number, number] | undefined {
   if (reference.geographic) return [-180, 180];

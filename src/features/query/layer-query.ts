@@ -136,6 +136,11 @@ export interface LayerQuery {
   withCount: boolean;
   /** With mode "ids": the most ids to read (a caller that only needs to know there are more). */
   idsLimit?: number;
+  /**
+   * Only features of a greater object id: an export reads a layer in pages from the last id it
+   * read (keyset paging), which costs the same for the last page as for the first.
+   */
+  afterObjectId?: number;
   statistics?: Statistic[];
   groupBy?: LayerField[];
   /** With statistics: the condition each group must meet to be answered. */

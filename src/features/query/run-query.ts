@@ -158,6 +158,9 @@ function filtered(ctx: Run, query: LayerQuery): Statement {
   if (ctx.creator) {
     s.add(` AND ${col(ctx.creator.field)} = `).value(ctx.creator.username);
   }
+  if (query.afterObjectId !== undefined) {
+    s.add(` AND t.${quote(OID_COLUMN)} > `).value(query.afterObjectId);
+  }
   if (query.spatial) {
     const boxes = query.spatial.boxes;
     if (boxes.length === 0) s.add(" AND 1=0");

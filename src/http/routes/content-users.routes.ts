@@ -7,6 +7,7 @@ import { relationshipTypesOf } from "../../content/relationship.service.js";
 import type { ResourceUpload } from "../../content/resource.service.js";
 import { MAX_PART_BYTES, MAX_PART_NUMBER } from "../../content/upload.service.js";
 import { errors } from "../../errors.js";
+import { readExportFormat, readExportParameters } from "../../features/export/export-parameters.js";
 import { FEATURE_SERVICE_TYPE } from "../../features/feature-services.service.js";
 import {
   type CreateParameters,
@@ -163,8 +164,8 @@ function resourceUpload(
  * are routes of their own, which the router prefers to the folder's.
  */
 const UNANSWERED_USER_OPERATIONS: ReadonlySet<string> = new Set(
-  ["export", "publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship"].map(
-    (op) => op.toLowerCase(),
+  ["publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship"].map((op) =>
+    op.toLowerCase(),
   ),
 );
 
@@ -544,7 +545,8 @@ export const contentUsersRoutes = [
     methods: ["GET", "POST"],
     path: itemOp("status"),
     auth: "required",
-    // portico runs no job in the background: a job asked for by id has finished.
+    // An export's item reports its job; other items have no job running (a publish or
+    // createService finished before it answered), only perhaps an upload in parts.
     params: {
       jobType: p.string({
         enum: ["publish", "generateFeatures", "export", "createService"],
@@ -552,8 +554,50 @@ export const contentUsersRoutes = [
       }),
       jobId: p.string({ maxLength: 64 }),
     },
-    handler: async ({ path, caller, services }) =>
+    handler: async ({ params, path, caller, services }) =>
+      (await services.exports.status(caller, path.username, path.itemId, params.jobId)) ??
       services.uploads.status(caller, path.username, path.itemId),
+  }),
+  defineRoute({
+    name: "content.export",
+    methods: ["POST"],
+    path: ["/content/users/:username/export", "/content/users/:username/:folderId/export"],
+    auth: "required",
+    privilege: "portal:user:createItem",
+    params: {
+      itemId: { ...itemId },
+      exportFormat: p.string({ required: true, maxLength: 64 }),
+      exportParameters: p.json<unknown>(
+        {},
+        {
+          check: (value) => {
+            const read = readExportParameters(value);
+            return read.ok ? undefined : read.reason;
+          },
+        },
+      ),
+      title: itemSpecs.title,
+      tags: itemSpecs.tags,
+      snippet: itemSpecs.snippet,
+      description: itemSpecs.description,
+    },
+    handler: async ({ params, path, caller, services }) => {
+      const format = readExportFormat(params.exportFormat);
+      if (!format.ok) throw errors.invalidParameter("exportFormat", format.reason);
+      const parameters = readExportParameters(params.exportParameters);
+      if (!parameters.ok) throw errors.invalidParameter("exportParameters", parameters.reason);
+      const started = await services.exports.start(caller, path.username, path.folderId, {
+        itemId: params.itemId,
+        format: format.value,
+        parameters: parameters.value,
+        title: params.title,
+        tags: params.tags,
+        snippet: params.snippet,
+        description: params.description,
+      });
+      // The export answer: its size is not known until the job has written the file.
+      return { ...started, size: -1 };
+    },
   }),
   defineRoute({
     name: "items.deleteThumbnail",

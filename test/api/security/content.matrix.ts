@@ -4,6 +4,7 @@ import {
   ADMINS,
   type Area,
   acct,
+  addLayer,
   as,
   type CallContext,
   type Case,
@@ -158,7 +159,41 @@ const EXPECTED: Record<string, readonly Case[]> = {
 
   // createService publishes: portal:publisher:publishFeatures, in one's own account.
   "content.createService": [c("own", PUBLISHERS), c("other", NOBODY_ELSE)],
+  // Export (ArcGIS): the service's owner and administrators export it; others only a service whose
+  // capabilities include Extract ("own": such a service, exported into the caller's own account)
+  // and that they see ("private": another member's private service is hidden). "other": another
+  // member's org-shared service without Extract.
+  "content.export": [
+    c("own", SIGNED_IN),
+    c("other", ADMINS),
+    c("private", row(E499, ITEM_HIDDEN, ITEM_HIDDEN, OK)),
+  ],
 };
+
+/** Services of `acct.owner` to export: org-shared with and without Extract, and a private one. */
+let exportable: Promise<Record<"extract" | "plain" | "hidden", string>> | undefined;
+function exportServices() {
+  const make = async (capabilities: string, access: "org" | "private") => {
+    const name = `svc_${uid()}`;
+    const created = await as(acct.owner, `/content/users/${acct.owner.username}/createService`, {
+      createParameters: { name, capabilities },
+      outputType: "featureService",
+    });
+    await addLayer(name);
+    if (access === "org") {
+      await as(acct.owner, `/content/users/${acct.owner.username}/items/${created.itemId}/share`, {
+        org: true,
+      });
+    }
+    return created.itemId as string;
+  };
+  exportable ??= (async () => ({
+    extract: await make("Query,Extract", "org"),
+    plain: await make("Query", "org"),
+    hidden: await make("Query,Extract", "private"),
+  }))();
+  return exportable;
+}
 
 /** Items with data and a thumbnail: each caller's own (private), and one of `owner` shared with the org. */
 const ownItem = {} as Record<"member" | "publisher" | "admin" | "owner", string>;
@@ -487,6 +522,29 @@ const SETUP: Record<string, Setup> = {
     path: { username: holder(ctx).username },
     params: { createParameters: { name: `svc_${uid()}` }, outputType: "featureService" },
   }),
+  "content.export": async (ctx) => {
+    const services = await exportServices();
+    const itemId =
+      ctx.on === "own" ? services.extract : ctx.on === "other" ? services.plain : services.hidden;
+    return {
+      // Into the caller's own account (an anonymous caller names the owner's).
+      path: { username: ctx.me.username },
+      params: { itemId, exportFormat: "CSV", exportParameters: { layers: [{ id: 0 }] } },
+      // The job finishes before the next call, whose refusal must write nothing.
+      check: async (r) => {
+        expect(r.exportItemId).toBeTruthy();
+        for (let i = 0; ; i++) {
+          const status = await as(ctx.me, `/content/users/${ctx.me.username}/items/${r.exportItemId}/status`);
+          if (status.status !== "processing") {
+            expect(status.status).toBe("completed");
+            return;
+          }
+          if (i > 400) throw new Error(`export ${r.exportItemId} still processing`);
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      },
+    };
+  },
 };
 
 export const contentArea: Area = {
