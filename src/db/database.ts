@@ -1,13 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
+import { Kysely, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
 import type { PostgisSetting } from "../config.js";
 import { Availability, type AvailabilityChange, ReachabilityCheck } from "./availability.js";
 import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
 import { type Postgis, preparePostgis } from "./postgis.js";
 import type { Database } from "./schema.js";
+import { schemaScopedPostgresDialect } from "./schema-introspector.js";
 
 export type Engine = "sqlite" | "postgres";
 
@@ -339,17 +340,22 @@ async function openPostgres(
   }
   const kyselyOver = (p: pg.Pool) =>
     new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: {
-          // A connection that cannot be had says the server may be gone: find out.
-          connect: () =>
-            p.connect().catch((err: unknown) => {
-              reachability.suspect(err);
-              throw err;
-            }),
-          end: () => p.end(),
+      // The migrator looks for its tables through the dialect's introspection: in our schema only
+      // (see SchemaIntrospector for what listing every schema risks).
+      dialect: schemaScopedPostgresDialect(
+        {
+          pool: {
+            // A connection that cannot be had says the server may be gone: find out.
+            connect: () =>
+              p.connect().catch((err: unknown) => {
+                reachability.suspect(err);
+                throw err;
+              }),
+            end: () => p.end(),
+          },
         },
-      }),
+        current,
+      ),
     });
   const kysely = kyselyOver(pool);
   const writer = kyselyOver(migrationPool);
