@@ -4,7 +4,7 @@ import type { Db, Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { type Caller, makeCaller } from "./caller.js";
-import { dummyPasswordHash, needsRehash, type PasswordHasher } from "./password.js";
+import type { PasswordHasher } from "./password.js";
 import { hashNewPassword } from "./password-change.js";
 import { LOCKOUT_RULE_RANGES, passwordExpiresAt, type SecurityPolicy } from "./security-policy.js";
 import {
@@ -168,11 +168,9 @@ export class AuthService {
     try {
       const user = await this.deps.findAccount(this.db.kysely, request.username);
       // Verify against a dummy hash for unknown users so both failures take the same time.
-      const valid = await this.hasher.verify(
-        request.password,
-        user?.password_hash ?? (await dummyPasswordHash()),
-        clientGroup(request.requestIp),
-      );
+      const valid = user
+        ? await this.hasher.verify(request.password, user.password_hash, clientGroup(request.requestIp))
+        : await this.hasher.verifyUnknown(request.password, clientGroup(request.requestIp));
       if (!user || !valid) {
         failed = true;
         const now = Date.now();
@@ -228,7 +226,7 @@ export class AuthService {
     const expires = now + minutes * 60_000;
     const token = randomBytes(32).toString("base64url");
     const upgradedHash =
-      newHash === undefined && needsRehash(user.password_hash)
+      newHash === undefined && this.hasher.needsRehash(user.password_hash)
         ? await this.hasher.hash(request.password, clientGroup(request.requestIp))
         : undefined;
 
