@@ -1,7 +1,7 @@
 import type https from "node:https";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { generatePassword } from "./auth/password.js";
+import { generatePassword, TEST_SCRYPT_COST } from "./auth/password.js";
 import { PortalKeys } from "./collaboration/peer.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
@@ -41,6 +41,12 @@ export interface StartOptions {
    * fingerprint; defaults to stdout.
    */
   announce?: (text: string) => void;
+  /**
+   * Tests only: hash passwords at `TEST_SCRYPT_COST` (1 MiB) instead of `SCRYPT_COST` (64 MiB), for
+   * test portals whose tests do not test hashing. Deliberately no setting of `Config`: an operator
+   * cannot weaken the hashes of a real portal, and `portico serve` never sets it.
+   */
+  testPasswordHashing?: boolean;
 }
 
 /** How often expired tokens are purged. */
@@ -98,6 +104,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
       syncJobs,
       searchTimeoutMs: config.searchTimeoutMs,
       hashing: { concurrency: config.passwordHashConcurrency, maxQueued: config.passwordHashQueue },
+      ...(options.testPasswordHashing ? { hashCost: TEST_SCRYPT_COST } : {}),
       webhookDelivery: webhookWakeUp,
       exports: { workDir: exportDir, wakeUp: exportWakeUp },
       onError: (err, what) => logError(err, what),

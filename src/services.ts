@@ -1,6 +1,6 @@
 import { AuthService } from "./auth/auth.service.js";
 import { OAuthService } from "./auth/oauth.service.js";
-import { type HashingLimits, PasswordHasher } from "./auth/password.js";
+import { type HashingLimits, PasswordHasher, type ScryptCost } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
 import { InvitationService } from "./collaboration/invitation.service.js";
 import type { PortalKeys } from "./collaboration/peer.js";
@@ -81,6 +81,8 @@ export interface ServiceOptions {
   searchTimeoutMs: number;
   /** Limits of concurrent password hashing (sign-in, password changes). */
   hashing: HashingLimits;
+  /** scrypt's cost; `SCRYPT_COST` unless a test portal asks for less (`StartOptions`). */
+  hashCost?: Readonly<ScryptCost>;
   /**
    * Woken when webhook notifications are queued: the `WakeUp` the webhook delivery job (built
    * after the services, in `createJobs`) listens to.
@@ -97,7 +99,7 @@ export interface ServiceOptions {
 export function createServices(db: Db, options: ServiceOptions): Services {
   const portal = new PortalService(db, { findUser });
   // One hasher for the process: its limits bound the memory scrypt takes, whatever asks for it.
-  const hasher = new PasswordHasher(options.hashing);
+  const hasher = new PasswordHasher(options.hashing, options.hashCost);
   const items = new ItemService(db, portal, dropServiceStorage);
   const groups = new GroupService(db, portal, items);
   const { keys } = options;

@@ -13,7 +13,7 @@ import {
   findAppToken,
   findRefreshToken,
 } from "./oauth.repository.js";
-import { dummyPasswordHash, needsRehash, type PasswordHasher } from "./password.js";
+import type { PasswordHasher } from "./password.js";
 import { hashNewPassword } from "./password-change.js";
 import { LOCKOUT_RULE_RANGES, passwordExpiresAt, type SecurityPolicy } from "./security-policy.js";
 import {
@@ -236,11 +236,9 @@ export class AuthService {
     try {
       const user = await this.deps.findAccount(this.db.kysely, request.username);
       // Verify against a dummy hash for unknown users so both failures take the same time.
-      const valid = await this.hasher.verify(
-        request.password,
-        user?.password_hash ?? (await dummyPasswordHash()),
-        clientGroup(request.requestIp),
-      );
+      const valid = user
+        ? await this.hasher.verify(request.password, user.password_hash, clientGroup(request.requestIp))
+        : await this.hasher.verifyUnknown(request.password, clientGroup(request.requestIp));
       if (!user || !valid) {
         failed = true;
         const now = Date.now();
@@ -293,7 +291,7 @@ export class AuthService {
 
     const now = Date.now();
     const upgradedHash =
-      newHash === undefined && needsRehash(user.password_hash)
+      newHash === undefined && this.hasher.needsRehash(user.password_hash)
         ? await this.hasher.hash(request.password, clientGroup(request.requestIp))
         : undefined;
 

@@ -1,5 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { generatePassword, hashPassword, needsRehash, verifyPassword } from "./password.js";
+import {
+  generatePassword,
+  hashPassword,
+  needsRehash,
+  PasswordHasher,
+  TEST_SCRYPT_COST,
+  verifyPassword,
+} from "./password.js";
 
 describe("password hashing", () => {
   it("verifies the right password and refuses a wrong one", async () => {
@@ -27,5 +34,23 @@ describe("password hashing", () => {
     const a = generatePassword();
     expect(a).toMatch(/^[A-Za-z0-9_-]{24}$/);
     expect(generatePassword()).not.toBe(a);
+  });
+
+  it("hashes at OWASP's cost unless a test portal asks for the cheaper test cost, and upgrades such hashes", async () => {
+    const production = new PasswordHasher();
+    const test = new PasswordHasher(undefined, TEST_SCRYPT_COST);
+    const strong = await production.hash("correct horse", "t");
+    const cheap = await test.hash("correct horse", "t");
+    expect(strong).toMatch(/^scrypt\$16\$8\$2\$/);
+    expect(cheap).toMatch(/^scrypt\$10\$8\$1\$/);
+    // Verification reads the cost stored with the hash, whoever made it.
+    expect(await production.verify("correct horse", cheap, "t")).toBe(true);
+    expect(await test.verify("correct horse", strong, "t")).toBe(true);
+    expect(await test.verify("correct hors", cheap, "t")).toBe(false);
+    // A cheap hash that reaches a real portal is upgraded at the next sign-in.
+    expect(production.needsRehash(cheap)).toBe(true);
+    expect(production.needsRehash(strong)).toBe(false);
+    expect(test.needsRehash(cheap)).toBe(false);
+    expect(await test.verifyUnknown("anything", "t")).toBe(false);
   });
 });

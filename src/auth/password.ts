@@ -2,14 +2,28 @@ import { randomBytes, scrypt as scryptCallback, timingSafeEqual } from "node:cry
 import { errors } from "../errors.js";
 import { FairLimiter } from "./fair-limiter.js";
 
+/** scrypt's cost parameters: N = 2^log2n, block size r, parallelism p (memory: 128 * N * r bytes). */
+export interface ScryptCost {
+  log2n: number;
+  r: number;
+  p: number;
+}
+
 /**
  * Password hashing with scrypt, a memory-hard function built into Node (no native add-on).
  * Parameters follow OWASP's scrypt guidance (N=2^16, r=8, p=2: 64 MiB per hash) and are stored
  * with each hash, so they can be raised later and old hashes upgraded at the next sign-in.
  */
-const LOG2_N = 16;
-const R = 8;
-const P = 2;
+export const SCRYPT_COST: Readonly<ScryptCost> = Object.freeze({ log2n: 16, r: 8, p: 2 });
+
+/**
+ * 1 MiB per hash, some 150 times cheaper than SCRYPT_COST: for test portals whose tests do not test
+ * hashing (most sign in and create accounts only to set up what they test). No operator setting
+ * reaches it; only `startPortico`'s `testPasswordHashing` does. A hash made at this cost that
+ * reaches a real portal is upgraded at its next sign-in (`needsRehash`).
+ */
+export const TEST_SCRYPT_COST: Readonly<ScryptCost> = Object.freeze({ log2n: 10, r: 8, p: 1 });
+
 const KEY_LENGTH = 32;
 const MAX_MEMORY = 256 * 1024 * 1024;
 
@@ -21,10 +35,11 @@ function scrypt(password: string, salt: Buffer, log2n: number, r: number, p: num
   });
 }
 
-export async function hashPassword(password: string): Promise<string> {
+export async function hashPassword(password: string, cost: ScryptCost = SCRYPT_COST): Promise<string> {
+  const { log2n, r, p } = cost;
   const salt = randomBytes(16);
-  const key = await scrypt(password, salt, LOG2_N, R, P);
-  return `scrypt$${LOG2_N}$${R}$${P}$${salt.toString("base64")}$${key.toString("base64")}`;
+  const key = await scrypt(password, salt, log2n, r, p);
+  return `scrypt$${log2n}$${r}$${p}$${salt.toString("base64")}$${key.toString("base64")}`;
 }
 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
@@ -36,18 +51,8 @@ export async function verifyPassword(password: string, stored: string): Promise<
   return want.length === key.length && timingSafeEqual(key, want);
 }
 
-export function needsRehash(stored: string): boolean {
-  return !stored.startsWith(`scrypt$${LOG2_N}$${R}$${P}$`);
-}
-
-/**
- * A hash of a random password, verified against when a username does not exist, so that an
- * unknown username takes as long to reject as a wrong password.
- */
-let dummyHash: Promise<string> | undefined;
-export function dummyPasswordHash(): Promise<string> {
-  dummyHash ??= hashPassword(randomBytes(16).toString("hex"));
-  return dummyHash;
+export function needsRehash(stored: string, cost: ScryptCost = SCRYPT_COST): boolean {
+  return !stored.startsWith(`scrypt$${cost.log2n}$${cost.r}$${cost.p}$`);
 }
 
 /** A strong generated password for the first administrator: 24 characters, about 143 bits. */
@@ -76,8 +81,16 @@ export const DEFAULT_HASHING_LIMITS: Readonly<HashingLimits> = Object.freeze({
  */
 export class PasswordHasher {
   private readonly limiter: FairLimiter;
+  /**
+   * A hash of a random password, verified against when a username does not exist, so that an
+   * unknown username takes as long to reject as a wrong password. Made at the hasher's cost.
+   */
+  private dummy: Promise<string> | undefined;
 
-  constructor(limits: HashingLimits = DEFAULT_HASHING_LIMITS) {
+  constructor(
+    limits: HashingLimits = DEFAULT_HASHING_LIMITS,
+    private readonly cost: Readonly<ScryptCost> = SCRYPT_COST,
+  ) {
     this.limiter = new FairLimiter({
       concurrency: limits.concurrency,
       maxQueued: limits.maxQueued,
@@ -92,10 +105,23 @@ export class PasswordHasher {
   }
 
   hash(password: string, source: string): Promise<string> {
-    return this.limiter.run(source, () => hashPassword(password));
+    return this.limiter.run(source, () => hashPassword(password, this.cost));
   }
 
   verify(password: string, stored: string, source: string): Promise<boolean> {
     return this.limiter.run(source, () => verifyPassword(password, stored));
+  }
+
+  /** Verifies against the dummy hash: see `dummy`. */
+  async verifyUnknown(password: string, source: string): Promise<false> {
+    this.dummy ??= hashPassword(randomBytes(16).toString("hex"), this.cost);
+    const stored = await this.dummy;
+    await this.verify(password, stored, source);
+    return false;
+  }
+
+  /** Whether `stored` was made at another cost than this hasher's (an upgrade is due). */
+  needsRehash(stored: string): boolean {
+    return needsRehash(stored, this.cost);
   }
 }

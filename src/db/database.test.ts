@@ -1,9 +1,11 @@
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import SQLite from "better-sqlite3";
+import { sql } from "kysely";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type Db, openDatabase } from "./database.js";
-import { migrateToLatest } from "./migrate.js";
+import { MIGRATION_NAMES, migrateToLatest, pendingMigrations } from "./migrate.js";
 
 /** Group commit on a real SQLite file: many transactions share a commit, and fail alone. */
 describe("SQLite transactions", () => {
@@ -73,5 +75,30 @@ describe("SQLite transactions", () => {
 
   it("refuses a second process on the same data directory", async () => {
     await expect(openDatabase({ dataDir: dir })).rejects.toThrow(/another portico process is using/);
+  });
+});
+
+describe("SQLite migrations", () => {
+  it("apply in one transaction: one that fails midway leaves the database as it was", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-db-"));
+    try {
+      // A table 0001-initial creates third, after organizations and roles: the migration fails there.
+      const existing = new SQLite(path.join(dir, "portico.sqlite"));
+      existing.exec("CREATE TABLE users (id TEXT PRIMARY KEY)");
+      existing.close();
+      const db = await openDatabase({ dataDir: dir });
+      try {
+        await expect(migrateToLatest(db)).rejects.toThrow(/table "users" already exists/);
+        const tables = await sql<{ name: string }>`
+          SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'kysely%'`.execute(db.kysely);
+        // Neither organizations nor roles was kept, and no migration is recorded as applied.
+        expect(tables.rows.map((t) => t.name)).toEqual(["users"]);
+        expect(await pendingMigrations(db)).toEqual(MIGRATION_NAMES);
+      } finally {
+        await db.close();
+      }
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

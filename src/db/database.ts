@@ -1,13 +1,14 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
+import { Kysely, SqliteAdapter, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
 import pg from "pg";
 import type { PostgisSetting } from "../config.js";
 import { Availability, type AvailabilityChange, ReachabilityCheck } from "./availability.js";
 import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
 import { type Postgis, preparePostgis } from "./postgis.js";
 import type { Database } from "./schema.js";
+import { schemaScopedPostgresDialect } from "./schema-introspector.js";
 
 export type Engine = "sqlite" | "postgres";
 
@@ -110,7 +111,9 @@ async function openSqlite(dataDir: string): Promise<Db> {
   const file = path.join(dataDir, "portico.sqlite");
   // Two connections: the writer runs every transaction; the reader serves reads outside them, so
   // a request's authentication never queues behind another request's commit.
-  const writer = new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(file) }) });
+  const writer = new Kysely<Database>({
+    dialect: new TransactionalDdlSqliteDialect({ database: connectSqlite(file) }),
+  });
   const reader = new Kysely<Database>({ dialect: new SqliteDialect({ database: connectSqlite(file) }) });
   const feed = await ChangeFeed.start({ connection: undefined, schema: undefined });
   const groupCommit = new GroupCommit(writer, feed);
@@ -130,6 +133,26 @@ async function openSqlite(dataDir: string): Promise<Db> {
       lock.close();
     },
   };
+}
+
+/**
+ * SQLite runs schema changes in transactions, but Kysely's SQLite adapter says it does not
+ * (`supportsTransactionalDdl`), so its migrator would commit every statement of every migration on
+ * its own. The writer's dialect says it does: the pending migrations then apply in one
+ * transaction, as on PostgreSQL. A start that dies midway leaves the database as it was, not with
+ * half a migration applied and unrecorded (which the next start would fail on, re-running it), and
+ * a new database is made with one commit (one fsync) instead of one per statement.
+ */
+class TransactionalDdlSqliteAdapter extends SqliteAdapter {
+  override get supportsTransactionalDdl(): boolean {
+    return true;
+  }
+}
+
+class TransactionalDdlSqliteDialect extends SqliteDialect {
+  override createAdapter(): SqliteAdapter {
+    return new TransactionalDdlSqliteAdapter();
+  }
 }
 
 /**
@@ -339,17 +362,22 @@ async function openPostgres(
   }
   const kyselyOver = (p: pg.Pool) =>
     new Kysely<Database>({
-      dialect: new PostgresDialect({
-        pool: {
-          // A connection that cannot be had says the server may be gone: find out.
-          connect: () =>
-            p.connect().catch((err: unknown) => {
-              reachability.suspect(err);
-              throw err;
-            }),
-          end: () => p.end(),
+      // The migrator looks for its tables through the dialect's introspection: in our schema only
+      // (see SchemaIntrospector for what listing every schema risks).
+      dialect: schemaScopedPostgresDialect(
+        {
+          pool: {
+            // A connection that cannot be had says the server may be gone: find out.
+            connect: () =>
+              p.connect().catch((err: unknown) => {
+                reachability.suspect(err);
+                throw err;
+              }),
+            end: () => p.end(),
+          },
         },
-      }),
+        current,
+      ),
     });
   const kysely = kyselyOver(pool);
   const writer = kyselyOver(migrationPool);

@@ -70,7 +70,7 @@ function migratorOf(db: Db, handle: Kysely<unknown> = db.writer as unknown as Ky
 
 /** Migrations this code knows that the database has not applied (a node of an older deployment, or a failed upgrade). */
 export async function pendingMigrations(db: Db): Promise<string[]> {
-  const all = await surviving(() => migratorOf(db, db.kysely as unknown as Kysely<unknown>).getMigrations());
+  const all = await migratorOf(db, db.kysely as unknown as Kysely<unknown>).getMigrations();
   return all.filter((m) => m.executedAt === undefined).map((m) => m.name);
 }
 
@@ -79,7 +79,7 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
  * used (`syncSpatialStorage`), which can change between starts without a migration.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
-  const { error, results } = await surviving(() => migratorOf(db).migrateToLatest());
+  const { error, results } = await migratorOf(db).migrateToLatest();
   if (error) throw error;
   await syncSpatialStorage(db);
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
@@ -87,37 +87,6 @@ export async function migrateToLatest(db: Db): Promise<string[]> {
 
 /** Applies the migrations up to and including `name` (tests of a later migration's data move). */
 export async function migrateTo(db: Db, name: string): Promise<void> {
-  const { error } = await surviving(() => migratorOf(db).migrateTo(name));
+  const { error } = await migratorOf(db).migrateTo(name);
   if (error) throw error;
-}
-
-/**
- * Kysely's migrator looks for its tables by listing the tables of every schema, calling
- * `has_schema_privilege` on each; a schema another session drops meanwhile (another application,
- * or another test run, on the same database) makes that listing fail with "schema ... does not
- * exist" (SQLSTATE 3F000), or a table of it that does not (42P01), although ours is there. The
- * listing changes nothing, so it is tried again.
- */
-async function surviving<T>(work: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const result = await work();
-      // migrateToLatest reports its failures in the result rather than throwing.
-      const error = (result as { error?: unknown } | undefined)?.error;
-      if (attempt < 5 && isSchemaDroppedMeanwhile(error)) continue;
-      return result;
-    } catch (err) {
-      if (attempt < 5 && isSchemaDroppedMeanwhile(err)) continue;
-      throw err;
-    }
-  }
-}
-
-function isSchemaDroppedMeanwhile(err: unknown): boolean {
-  const e = err as { code?: string; message?: string } | undefined;
-  if (e?.code === "3F000") return true;
-  // The same race one step later: the listing found another run's migration table, whose schema
-  // was dropped before the table was looked at ('relation "t_….kysely_migration" does not exist',
-  // SQLSTATE 42P01; seen in CI when test files drop their schemas while others start).
-  return e?.code === "42P01" && /kysely_migration/.test(e.message ?? "");
 }

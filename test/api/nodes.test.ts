@@ -1,4 +1,6 @@
+import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pendingMigrations } from "../../src/db/migrate.js";
 import { ADMIN, engine, newStore, startTestPortal, type TestPortal } from "../helpers/portico.js";
 import { serviceAccessScenario } from "../helpers/service-access.js";
 
@@ -69,6 +71,48 @@ if (engine === "postgres")
         async () => (await b.get("/portals/self", {}, b.adminToken)).name === "Changed on A",
         "node b shows the new name",
       );
+    });
+  });
+
+// Schemas other than portico's come and go in a shared database (another application's, another
+// test file's). Reading their catalog entries while another session drops them fails ('schema
+// "…" does not exist'), so nothing portico runs at start may read them: Kysely's own introspector,
+// which its migrator uses to find its tables, lists every schema (see SchemaIntrospector).
+if (engine === "postgres")
+  describe("a PostgreSQL database shared with other schemas", () => {
+    const other = newStore();
+    let portal: TestPortal;
+    const admin = async (text: string) => {
+      const client = new pg.Client({ connectionString: process.env.PORTICO_TEST_DATABASE_URL });
+      await client.connect();
+      try {
+        await client.query(text);
+      } finally {
+        await client.end();
+      }
+    };
+    beforeAll(async () => {
+      // Another schema with tables, Kysely's bookkeeping tables among them.
+      await admin(`CREATE SCHEMA ${other.schema};
+        CREATE TABLE ${other.schema}.kysely_migration (name varchar(255) PRIMARY KEY, timestamp varchar(255));
+        CREATE TABLE ${other.schema}.elsewhere (id serial PRIMARY KEY)`);
+      portal = await startTestPortal();
+    });
+    afterAll(async () => {
+      await portal?.stop();
+      await other.destroy();
+    });
+
+    it("looks for its migration tables in its own schema only", async () => {
+      const { db } = portal.portico;
+      for (const handle of [db.writer, db.kysely]) {
+        const tables = await handle.introspection.getTables({ withInternalKyselyTables: true });
+        expect(new Set(tables.map((t) => t.schema))).toEqual(new Set([portal.store.schema]));
+        expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(["kysely_migration", "users"]));
+        expect((await handle.introspection.getSchemas()).map((s) => s.name)).toEqual([portal.store.schema]);
+      }
+      // What the migrator found is portico's own bookkeeping: every migration applied.
+      expect(await pendingMigrations(db)).toEqual([]);
     });
   });
 

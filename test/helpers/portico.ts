@@ -66,6 +66,13 @@ export interface TestPortalOptions {
   headers?: Record<string, string>;
   /** Fastify logger options (e.g. `{ stream }` to read what the portal logs); none by default. */
   logger?: object;
+  /**
+   * Hash passwords at the production cost (scrypt at 64 MiB, some 300 ms of a core each), for tests
+   * of hashing itself: its concurrency cap and queue. Other test portals hash at 1 MiB
+   * (`TEST_SCRYPT_COST`): their tests create accounts and sign in to set up what they test, and
+   * the production cost made hashing most of the suite's time.
+   */
+  fullPasswordHashing?: boolean;
 }
 
 export function testConfig(store: TestStore, env: Record<string, string> = {}): Config {
@@ -111,6 +118,7 @@ export async function startTestPortal(options: TestPortalOptions = {}): Promise<
       schema: store.schema,
       logger: options.logger ?? false,
       announce: () => {},
+      testPasswordHashing: !options.fullPasswordHashing,
     });
   } catch (err) {
     // A half-migrated schema left behind would confuse later start-ups on the same database.
