@@ -93,10 +93,7 @@ describe("Esri's client functions", () => {
 
   it("are each called by a test, or listed with the reason they are not", () => {
     const missing = clientFunctions.filter(
-      (name) =>
-        !NO_REQUEST.has(name) &&
-        !NO_PORTAL_EQUIVALENT.has(name) &&
-        !calledByATest(name, sources),
+      (name) => !NO_REQUEST.has(name) && !NO_PORTAL_EQUIVALENT.has(name) && !calledByATest(name, sources),
     );
     expect(missing, "call these from a test of test/api (Esri's client against portico)").toEqual([]);
   });
