@@ -1,6 +1,6 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
-import type { Queryable } from "../db/database.js";
+import type { Engine, Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
 import { categoryKey } from "./extent.js";
 import { refreshItemWords, writeItemWords } from "./word-index.js";
@@ -27,6 +27,18 @@ function itemKeys(columns: ItemChanges): Pick<Updateable<ItemTable>, ItemKeyColu
 
 export function findItem(q: Queryable, id: string): Promise<ItemRow | undefined> {
   return q.selectFrom("items").selectAll().where("id", "=", id).executeTakeFirst();
+}
+
+/**
+ * Reads an item and, on PostgreSQL, locks its row until the transaction ends, so that what a
+ * change decides from the item and its dependents (a count of its resources, info files,
+ * parts or relationships against a cap) still holds when the change is written: a second
+ * request for the same item waits here, then counts what the first one wrote. SQLite
+ * transactions are already serialised.
+ */
+export function findItemForUpdate(q: Queryable, engine: Engine, id: string): Promise<ItemRow | undefined> {
+  const query = q.selectFrom("items").selectAll().where("id", "=", id);
+  return (engine === "postgres" ? query.forUpdate() : query).executeTakeFirst();
 }
 
 /** Several items by id, in one query; ids of missing items are left out. */

@@ -38,6 +38,7 @@ import {
   type FolderRow,
   findFolder,
   findItem,
+  findItemForUpdate,
   type ItemRow,
   type ItemStorageCleaner,
   insertFolder,
@@ -609,7 +610,8 @@ export class ItemService {
   /**
    * The item at `content/users/<username>/items/<id>`, owned by that user, that the caller may
    * change. A caller who may not even see it hears that it does not exist, as for a missing item or
-   * another owner's name in the path; one who sees it but may not change it is refused (403).
+   * another owner's name in the path; one who sees it but may not change it is refused (403). On
+   * PostgreSQL the item's row stays locked until the transaction ends.
    */
   async mustOwnOrAdminister(
     trx: Trx,
@@ -619,7 +621,9 @@ export class ItemService {
     adminPrivilege: string,
   ) {
     if (caller === null) throw errors.tokenRequired();
-    const row = await findItem(trx, id);
+    // Locked (on PostgreSQL) before anything is decided: caps on the item's resources, info files
+    // and parts are counted after this, and must not be passed by two requests at once.
+    const row = await findItemForUpdate(trx, this.db.engine, id);
     if (!row || row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
     if (row.owner_id !== caller.userId && !caller.privileges.has(adminPrivilege)) {
       const org = await this.portal.get();

@@ -3,7 +3,7 @@ import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import { canViewItem } from "./access.js";
-import { findItems, sharedGroupIdsOf } from "./item.repository.js";
+import { findItemForUpdate, findItems, sharedGroupIdsOf } from "./item.repository.js";
 import type { ItemService } from "./item.service.js";
 import {
   countRelationships,
@@ -57,6 +57,12 @@ export class RelationshipService {
       throw errors.forbidden(`A ${key.type} relationship needs its destination item to be yours as well.`);
     }
     await this.db.transaction(async (trx) => {
+      // Both ends are locked (on PostgreSQL), in the order of their ids so that two requests
+      // relating the same items both ways cannot wait for each other, before their relationships
+      // are counted: two requests at once must not both pass a cap.
+      for (const id of [key.originId, key.destinationId].sort()) {
+        if (!(await findItemForUpdate(trx, this.db.engine, id))) throw errors.itemNotFound(id);
+      }
       for (const [id, direction] of [
         [key.originId, "forward"],
         [key.destinationId, "reverse"],
