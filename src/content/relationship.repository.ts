@@ -57,8 +57,34 @@ export async function countRelationships(
 }
 
 /**
+ * Whose items the origins of an item's reverse relationships are: those of `ownerId` (`same`), or
+ * everyone else's (`others`).
+ */
+export interface OriginOwners {
+  ownerId: string;
+  owners: "same" | "others";
+}
+
+/** How many relationships have this item as destination and an origin of the given owners. */
+export async function countReverseRelationships(
+  q: Queryable,
+  itemId: string,
+  origins: OriginOwners,
+): Promise<number> {
+  const row = await q
+    .selectFrom("item_relationships")
+    .innerJoin("items", "items.id", "item_relationships.origin_id")
+    .select((eb) => eb.fn.countAll<number>().as("n"))
+    .where("item_relationships.destination_id", "=", itemId)
+    .where("items.owner_id", origins.owners === "same" ? "=" : "<>", origins.ownerId)
+    .executeTakeFirstOrThrow();
+  return Number(row.n);
+}
+
+/**
  * The relationships of some types at one end of an item, in creation order, at most `limit`: the
- * items at their other end are what relatedItems answers.
+ * items at their other end are what relatedItems answers. `origins` narrows reverse ones to the
+ * origins of some owners.
  */
 export function listRelationships(
   q: Queryable,
@@ -67,14 +93,25 @@ export function listRelationships(
   types: readonly string[],
   order: "asc" | "desc",
   limit: number,
+  origins?: OriginOwners,
 ): Promise<RelationshipRow[]> {
-  return q
+  let query = q
     .selectFrom("item_relationships")
-    .selectAll()
-    .where(direction === "forward" ? "origin_id" : "destination_id", "=", itemId)
-    .where("type", "in", [...types])
-    .orderBy("created", order)
-    .orderBy(direction === "forward" ? "destination_id" : "origin_id")
+    .selectAll("item_relationships")
+    .where(
+      direction === "forward" ? "item_relationships.origin_id" : "item_relationships.destination_id",
+      "=",
+      itemId,
+    )
+    .where("item_relationships.type", "in", [...types]);
+  if (origins) {
+    query = query
+      .innerJoin("items", "items.id", "item_relationships.origin_id")
+      .where("items.owner_id", origins.owners === "same" ? "=" : "<>", origins.ownerId);
+  }
+  return query
+    .orderBy("item_relationships.created", order)
+    .orderBy(direction === "forward" ? "item_relationships.destination_id" : "item_relationships.origin_id")
     .limit(limit)
     .execute();
 }

@@ -3,24 +3,33 @@ import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import { canViewItem } from "./access.js";
-import { findItemForUpdate, findItems, sharedGroupIdsOf } from "./item.repository.js";
+import { findItemForUpdate, findItems, type ItemRow, sharedGroupIdsOf } from "./item.repository.js";
 import type { ItemService } from "./item.service.js";
 import {
   countRelationships,
+  countReverseRelationships,
   type Direction,
   deleteRelationship,
   findRelationship,
   insertRelationship,
   listRelationships,
   type RelationshipKey,
+  type RelationshipRow,
 } from "./relationship.repository.js";
 import { mustOwnDestination, relationshipType } from "./relationship-types.js";
 
 /**
- * Relationships an item has at each end, at most: relatedItems reads them all (to leave out the
- * items the caller may not see before paging), so this bounds its work.
+ * Relationships an item has at most as origin, and at most as destination from items of its own
+ * owner: relatedItems reads them all (to leave out the items the caller may not see before
+ * paging), so this bounds its work.
  */
 export const MAX_RELATIONSHIPS_PER_ITEM = 1000;
+/**
+ * Relationships an item has at most as destination from items of other owners. They have their own
+ * allowance, so that whoever sees an item cannot use up its owner's by relating their items to it;
+ * relatedItems in the reverse direction thus reads at most both allowances.
+ */
+export const MAX_RELATIONSHIPS_FROM_OTHERS = 1000;
 
 /** Relationship types as sent (any case), in the documented spelling; unknown ones name the parameter. */
 export function relationshipTypesOf(parameter: string, names: readonly string[]): string[] {
@@ -60,19 +69,27 @@ export class RelationshipService {
       // Both ends are locked (on PostgreSQL), in the order of their ids so that two requests
       // relating the same items both ways cannot wait for each other, before their relationships
       // are counted: two requests at once must not both pass a cap.
+      const locked = new Map<string, ItemRow>();
       for (const id of [key.originId, key.destinationId].sort()) {
-        if (!(await findItemForUpdate(trx, this.db.engine, id))) throw errors.itemNotFound(id);
+        const row = await findItemForUpdate(trx, this.db.engine, id);
+        if (!row) throw errors.itemNotFound(id);
+        locked.set(id, row);
       }
-      for (const [id, direction] of [
-        [key.originId, "forward"],
-        [key.destinationId, "reverse"],
-      ] as const) {
-        if ((await countRelationships(trx, id, direction)) >= MAX_RELATIONSHIPS_PER_ITEM) {
-          throw errors.conflict(
-            `Item '${id}' has ${MAX_RELATIONSHIPS_PER_ITEM} relationships, the most an item may have.`,
-            "Delete some of them first.",
-          );
-        }
+      if ((await countRelationships(trx, key.originId, "forward")) >= MAX_RELATIONSHIPS_PER_ITEM) {
+        throw this.full(key.originId, MAX_RELATIONSHIPS_PER_ITEM, "relationships");
+      }
+      // The destination's relationships from its owner's items and those from others' items are
+      // counted apart: others cannot fill the allowance its owner relates their own items with.
+      const ownerId = locked.get(key.destinationId)?.owner_id ?? "";
+      const fromOwner = locked.get(key.originId)?.owner_id === ownerId;
+      const origins = { ownerId, owners: fromOwner ? "same" : "others" } as const;
+      const most = fromOwner ? MAX_RELATIONSHIPS_PER_ITEM : MAX_RELATIONSHIPS_FROM_OTHERS;
+      if ((await countReverseRelationships(trx, key.destinationId, origins)) >= most) {
+        throw this.full(
+          key.destinationId,
+          most,
+          fromOwner ? "relationships from its owner's items" : "relationships from other owners' items",
+        );
       }
       const added = await insertRelationship(trx, {
         origin_id: key.originId,
@@ -118,15 +135,8 @@ export class RelationshipService {
     order: "asc" | "desc",
     page: Page,
   ) {
-    await this.items.visible(caller, id);
-    const rows = await listRelationships(
-      this.db.kysely,
-      id,
-      direction,
-      types,
-      order,
-      MAX_RELATIONSHIPS_PER_ITEM,
-    );
+    const { row: item } = await this.items.visible(caller, id);
+    const rows = await this.listed(item.owner_id, id, types, direction, order);
     const otherIds = rows.map((r) => (direction === "forward" ? r.destination_id : r.origin_id));
     const byId = new Map((await findItems(this.db.kysely, otherIds)).map((row) => [row.id, row]));
     const shares = await sharedGroupIdsOf(this.db.kysely, [...byId.keys()]);
@@ -144,6 +154,45 @@ export class RelationshipService {
       ...pageInfo(page, visible.length, pageRows.length),
       relatedItems: await this.items.itemsJson(pageRows),
     };
+  }
+
+  /**
+   * The relationships relatedItems reads: forward ones, or reverse ones from the item owner's items
+   * and from others' items, each as many as its allowance (an item given to another owner may
+   * leave more in one of them), in creation order.
+   */
+  private async listed(
+    ownerId: string,
+    id: string,
+    types: readonly string[],
+    direction: Direction,
+    order: "asc" | "desc",
+  ): Promise<RelationshipRow[]> {
+    const q = this.db.kysely;
+    if (direction === "forward") {
+      return listRelationships(q, id, direction, types, order, MAX_RELATIONSHIPS_PER_ITEM);
+    }
+    const own = await listRelationships(q, id, direction, types, order, MAX_RELATIONSHIPS_PER_ITEM, {
+      ownerId,
+      owners: "same",
+    });
+    const others = await listRelationships(q, id, direction, types, order, MAX_RELATIONSHIPS_FROM_OTHERS, {
+      ownerId,
+      owners: "others",
+    });
+    const sign = order === "asc" ? 1 : -1;
+    return [...own, ...others].sort(
+      (a, b) =>
+        sign * (Number(a.created) - Number(b.created)) ||
+        (a.origin_id < b.origin_id ? -1 : a.origin_id > b.origin_id ? 1 : 0),
+    );
+  }
+
+  private full(id: string, most: number, what: string) {
+    return errors.conflict(
+      `Item '${id}' has ${most} ${what}, the most an item may have.`,
+      "Delete some of them first.",
+    );
   }
 
   /** Both items of a relationship, each one the caller may see, of a type ArcGIS documents. */

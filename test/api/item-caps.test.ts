@@ -66,6 +66,39 @@ describe("per-item caps under concurrent requests", () => {
         .where("kind", "like", `${prefix}%`)
         .execute()
     ).length;
+  /**
+   * Relates `item` to `n` copies of the item `copyOf` (alike but for their id): `forward` makes
+   * `item` their origin, `reverse` their destination.
+   */
+  const relateCopies = async (item: string, n: number, direction: "forward" | "reverse", copyOf = item) => {
+    const copies = Array.from({ length: n }, (_, i) => `copy${item}${direction}${i}`);
+    await portal.portico.db.transaction(async (trx) => {
+      const row = await trx
+        .selectFrom("items")
+        .selectAll()
+        .where("id", "=", copyOf)
+        .executeTakeFirstOrThrow();
+      for (let i = 0; i < copies.length; i += 100) {
+        const some = copies.slice(i, i + 100);
+        await trx
+          .insertInto("items")
+          .values(some.map((id) => ({ ...row, id })))
+          .execute();
+        await trx
+          .insertInto("item_relationships")
+          .values(
+            some.map((copy) => ({
+              origin_id: direction === "forward" ? item : copy,
+              destination_id: direction === "forward" ? copy : item,
+              type: "Map2Service",
+              created_by: row.owner_id,
+              created: 1,
+            })),
+          )
+          .execute();
+      }
+    });
+  };
   const successes = (answers: any[]) => answers.filter((a) => a.success === true).length;
 
   beforeAll(async () => {
@@ -134,35 +167,7 @@ describe("per-item caps under concurrent requests", () => {
 
   it("relates an item to no more than 1,000 others when several are added at once", async () => {
     const origin = await addItem(alice, "Origin");
-    const others = Array.from({ length: 1000 - LEFT }, (_, i) => `filler${origin}${i}`);
-    await portal.portico.db.transaction(async (trx) => {
-      // Copies of the origin's row stand for the items it is related to already.
-      const row = await trx
-        .selectFrom("items")
-        .selectAll()
-        .where("id", "=", origin)
-        .executeTakeFirstOrThrow();
-      for (let i = 0; i < others.length; i += 100) {
-        await trx
-          .insertInto("items")
-          .values(others.slice(i, i + 100).map((id) => ({ ...row, id })))
-          .execute();
-      }
-      for (let i = 0; i < others.length; i += 100) {
-        await trx
-          .insertInto("item_relationships")
-          .values(
-            others.slice(i, i + 100).map((destination_id) => ({
-              origin_id: origin,
-              destination_id,
-              type: "Map2Service",
-              created_by: "x",
-              created: 1,
-            })),
-          )
-          .execute();
-      }
-    });
+    await relateCopies(origin, 1000 - LEFT, "forward");
     const destinations: string[] = [];
     for (let i = 0; i < AT_ONCE; i++) destinations.push(await addItem(alice, `Destination ${i}`));
     const answers = await Promise.all(
@@ -181,5 +186,39 @@ describe("per-item caps under concurrent requests", () => {
       .where("origin_id", "=", origin)
       .execute();
     expect(rows.length).toBe(1000);
+  });
+
+  it("keeps the relationships others' items make to an item apart from those of its owner's items", async () => {
+    const bob = await portal.addUser("caps_bob");
+    const target = await addItem(alice, "Much related");
+    await portal.post(`/content/users/${alice.username}/items/${target}/share`, { org: true }, alice.token);
+    const bobs = await addItem(bob, "Bob's");
+    // Bob's items have used up what others may relate to Alice's item.
+    await relateCopies(target, 1000, "reverse", bobs);
+    const rel = (who: Who, originItemId: string) =>
+      portal.post(
+        `/content/users/${who.username}/addRelationship`,
+        { originItemId, destinationItemId: target, relationshipType: "Map2Service" },
+        who.token,
+      );
+    const refused = await rel(bob, bobs);
+    expect(refused.error.message).toMatch(/1000 relationships from other owners' items/);
+    // Alice still relates her own items to it, and they are listed before any of Bob's.
+    const own = await addItem(alice, "Alice's");
+    expect(await rel(alice, own)).toEqual({ success: true });
+    const related = await portal.get(
+      `/content/items/${target}/relatedItems`,
+      { relationshipTypes: "Map2Service", direction: "reverse", sortOrder: "asc" },
+      alice.token,
+    );
+    expect(related).toMatchObject({ total: 1 });
+    expect(related.relatedItems.map((i: { id: string }) => i.id)).toEqual([own]);
+    // Bob sees his own items' relationships, all of the other owners' allowance, and not Alice's private item.
+    const seenByBob = await portal.get(
+      `/content/items/${target}/relatedItems`,
+      { relationshipTypes: "Map2Service", direction: "reverse", num: 1 },
+      bob.token,
+    );
+    expect(seenByBob.total).toBe(1000);
   });
 });
