@@ -127,6 +127,20 @@ export async function writeFile(
   meta: { name: string; contentType: string; created?: number; access?: string },
   source: StoreSource,
 ): Promise<StoredFile> {
+  const fileId = await insertFileRow(trx, itemId, kind, meta, 0);
+  const size = await writeChunks(trx, "item_file_chunks", fileId, source);
+  await trx.updateTable("item_files").set({ size }).where("file_id", "=", fileId).execute();
+  return { itemId, kind, name: meta.name, contentType: meta.contentType, fileId, size };
+}
+
+/** Replaces an item's file of one kind by a new row of `size` bytes and no chunks yet; its id. */
+async function insertFileRow(
+  trx: Queryable,
+  itemId: string,
+  kind: FileKind,
+  meta: { name: string; contentType: string; created?: number; access?: string },
+  size: number,
+): Promise<string> {
   await deleteFile(trx, itemId, kind);
   const fileId = newId();
   await trx
@@ -137,13 +151,43 @@ export async function writeFile(
       name: meta.name,
       content_type: meta.contentType,
       file_id: fileId,
-      size: 0,
+      size,
       created: meta.created ?? null,
       access: meta.access ?? null,
     })
     .execute();
-  const size = await writeChunks(trx, "item_file_chunks", fileId, source);
-  await trx.updateTable("item_files").set({ size }).where("file_id", "=", fileId).execute();
+  return fileId;
+}
+
+/**
+ * Stores the bytes of stored files of the item one after the other as its file of `kind` (the
+ * data a multipart upload's parts make), in `trx`. When every file but the last is a whole number
+ * of chunks, their chunks together are already cut as readers expect (each full but the very
+ * last): they are moved to the new file, their rows re-pointed (file id and sequence number), and
+ * no byte passes through here. Otherwise they are read and written again a chunk at a time
+ * (`concatenated`). Either way the files given are left for the caller to delete, in `trx`.
+ */
+export async function writeJoined(
+  trx: Queryable,
+  itemId: string,
+  kind: FileKind,
+  meta: { name: string; contentType: string },
+  files: readonly StoredFile[],
+): Promise<StoredFile> {
+  const aligned = files.slice(0, -1).every((file) => file.size % FILE_CHUNK_BYTES === 0);
+  if (!aligned) return writeFile(trx, itemId, kind, meta, { chunks: concatenated(trx, files) });
+  const size = files.reduce((sum, file) => sum + file.size, 0);
+  const fileId = await insertFileRow(trx, itemId, kind, meta, size);
+  let offset = 0;
+  for (const file of files) {
+    const moved = offset;
+    await trx
+      .updateTable("item_file_chunks")
+      .set((eb) => ({ file_id: fileId, seq: eb("seq", "+", moved) }))
+      .where("file_id", "=", file.fileId)
+      .execute();
+    offset += chunkCount(file.size);
+  }
   return { itemId, kind, name: meta.name, contentType: meta.contentType, fileId, size };
 }
 

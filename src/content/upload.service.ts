@@ -2,13 +2,13 @@ import type { Caller } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import {
-  concatenated,
   deleteUpload,
   type FileSource,
   findFile,
   listParts,
   readHead,
   writeFile,
+  writeJoined,
 } from "./file-store.js";
 import { IMAGE_HEAD_BYTES } from "./file-types.js";
 import { updateItem } from "./item.repository.js";
@@ -41,8 +41,9 @@ export interface UploadStatus {
  * Uploads in parts (`addItem` with `multipart=true`, `addPart`, `parts`, `commit`, `cancel`,
  * `status`). The item is made at once, with no data and the mark of the upload (an item file of
  * kind `upload` naming the data to come); each part is an item file of its own, stored a chunk at
- * a time from the request's temporary file; `commit` writes the parts one after the other as the
- * item's data, a chunk at a time, drops them and the mark, and applies the item fields sent with
+ * a time from the request's temporary file; `commit` makes the parts, one after the other, the
+ * item's data (`writeJoined`: moving their chunks when every part but the last is a whole number
+ * of chunks, copying them a chunk at a time otherwise), drops them and the mark, and applies the item fields sent with
  * it, in one transaction with the item's `update` event. Until then the item has no data. Only
  * the owner and administrators with `updateItems` take part.
  */
@@ -97,13 +98,7 @@ export class UploadService {
         throw errors.conflict(`Item '${id}' has no parts to commit.`, "Add them with addPart first.");
       }
       const contentType = resourceType(mark.name, await readHead(trx, first, IMAGE_HEAD_BYTES));
-      const stored = await writeFile(
-        trx,
-        id,
-        "data",
-        { name: mark.name, contentType },
-        { chunks: concatenated(trx, parts) },
-      );
+      const stored = await writeJoined(trx, id, "data", { name: mark.name, contentType }, parts);
       await deleteUpload(trx, id);
       await this.items.applyUpdate(trx, caller, row, fields, [], now);
       await updateItem(trx, id, { size: stored.size });

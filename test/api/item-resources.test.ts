@@ -1,5 +1,8 @@
+import { randomBytes } from "node:crypto";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { outbox, startTestPortal, type TestPortal } from "../helpers/portico.js";
+import { FILE_CHUNK_BYTES, readAll } from "../../src/content/file-store.js";
+import { engine, outbox, startTestPortal, type TestPortal } from "../helpers/portico.js";
 
 type Who = { username: string; token: string };
 
@@ -389,6 +392,65 @@ describe("uploads in parts", () => {
       .where("item_id", "=", id)
       .execute();
     expect(left).toEqual([{ kind: "data" }]);
+  });
+
+  it("commits parts of whole chunks by moving their chunks, others by copying them, the data exact either way", async () => {
+    // Counts the chunks written to each file: moved chunks are updated, not inserted.
+    const db = portal.portico.db.kysely;
+    await sql`CREATE TABLE test_chunk_inserts (file_id text NOT NULL)`.execute(db);
+    if (engine === "postgres") {
+      await sql`CREATE FUNCTION test_chunk_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN INSERT INTO test_chunk_inserts VALUES (NEW.file_id); RETURN NEW; END $$`.execute(db);
+      await sql`CREATE TRIGGER test_chunk_inserted AFTER INSERT ON item_file_chunks
+                FOR EACH ROW EXECUTE FUNCTION test_chunk_inserted()`.execute(db);
+    } else {
+      await sql`CREATE TRIGGER test_chunk_inserted AFTER INSERT ON item_file_chunks
+                BEGIN INSERT INTO test_chunk_inserts VALUES (NEW.file_id); END`.execute(db);
+    }
+    const sendPart = (id: string, n: number, body: Buffer) => {
+      const form = new FormData();
+      form.set("file", new File([body], "blob"));
+      form.set("token", alice.token);
+      form.set("f", "json");
+      return fetch(`${portal.api}/content/users/${alice.username}/items/${id}/addPart?partNum=${n}`, {
+        method: "POST",
+        body: form,
+      }).then((r) => r.json() as Promise<any>);
+    };
+    const upload = async (sizes: readonly number[]) => {
+      const { id } = await begin(alice, { filename: "data.bin", type: "Code Sample" });
+      const parts = sizes.map((size) => randomBytes(size));
+      for (const [i, part] of parts.entries()) expect((await sendPart(id, i + 1, part)).success).toBe(true);
+      expect(await op(alice, alice.username, id, "commit")).toEqual({ success: true, id });
+      const data = await fetch(`${portal.api}/content/items/${id}/data?token=${alice.token}`);
+      const expected = Buffer.concat(parts);
+      expect(Buffer.from(await data.arrayBuffer()).equals(expected)).toBe(true);
+      const whole = await readAll(db, id, "data");
+      expect(whole?.bytes.equals(expected)).toBe(true);
+      expect((await portal.get(`/content/items/${id}`, {}, alice.token)).size).toBe(expected.length);
+      const inserted = await db
+        .selectFrom("test_chunk_inserts" as any)
+        .select("file_id")
+        .where("file_id", "=", whole?.file.fileId ?? "")
+        .execute();
+      // Nothing of the parts is left: neither their rows nor their chunks.
+      const left = await db.selectFrom("item_files").select("kind").where("item_id", "=", id).execute();
+      expect(left).toEqual([{ kind: "data" }]);
+      const chunks = await db
+        .selectFrom("item_file_chunks")
+        .innerJoin("item_files", "item_files.file_id", "item_file_chunks.file_id")
+        .select("seq")
+        .where("item_files.item_id", "=", id)
+        .execute();
+      expect(chunks.length).toBe(Math.ceil(expected.length / FILE_CHUNK_BYTES));
+      return inserted.length;
+    };
+    // Whole chunks but the last part: moved, no chunk written again.
+    expect(await upload([FILE_CHUNK_BYTES, 2 * FILE_CHUNK_BYTES, 5])).toBe(0);
+    expect(await upload([FILE_CHUNK_BYTES, 0, FILE_CHUNK_BYTES + 1])).toBe(0);
+    // A part of a chunk and a bit: copied, cut again into whole chunks.
+    expect(await upload([FILE_CHUNK_BYTES + 3, FILE_CHUNK_BYTES, 7])).toBe(3);
+    expect(await upload([5, FILE_CHUNK_BYTES])).toBe(2);
   });
 
   it("lets the owner and administrators upload, not others", async () => {
