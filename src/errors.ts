@@ -136,6 +136,11 @@ export const errors = {
         "Send the token in the X-Esri-Authorization or Authorization header (Bearer) or in the query string, so that the caller is known before the body is read and this limit does not apply.",
       ],
     ),
+  /** A sender's notifications of this hour would pass its quota (one per recipient): nothing was sent. */
+  notificationQuotaSpent: (max: number, resetsAt: number) =>
+    new PorticoError(400, "Too many notifications sent. Try again later.", "GEN_0429", [
+      `A user may send at most ${max} notifications (one per recipient) an hour; this would pass it. Send again after ${new Date(resetsAt).toISOString()}.`,
+    ]),
   /**
    * A body of a caller not yet known that stopped arriving (fewer than `minBytes` in `windowMs`):
    * refused well before the request timeout, so that no one holds the budget by sending nothing.

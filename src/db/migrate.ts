@@ -19,6 +19,7 @@ import * as m0014 from "./migrations/0014-search-notifications.js";
 import * as m0015 from "./migrations/0015-item-resources.js";
 import * as m0016 from "./migrations/0016-oauth.js";
 import * as m0017 from "./migrations/0017-export-jobs.js";
+import * as m0019 from "./migrations/0019-notification-quotas.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -43,6 +44,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0015-item-resources": m0015,
   "0016-oauth": m0016,
   "0017-export-jobs": m0017,
+  "0019-notification-quotas": m0019,
 };
 
 /** Every migration this version knows, in order. */

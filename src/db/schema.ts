@@ -20,6 +20,7 @@ export interface Database {
   item_tags: ItemTagTable;
   item_categories: ItemCategoryTable;
   user_notifications: UserNotificationTable;
+  notification_quotas: NotificationQuotaTable;
   group_category_schemas: GroupCategorySchemaTable;
   item_search_docs: ItemSearchDocTable;
   item_files: ItemFileTable;
@@ -270,6 +271,13 @@ export interface UserNotificationTable {
   /** JSON object: what the notification is about (group id and title, sender). */
   data: string;
   created: number;
+}
+
+/** Notifications a user sent in the current hour (0019), against the per-sender quota. */
+export interface NotificationQuotaTable {
+  sender_id: string;
+  window_start: number;
+  sent: number;
 }
 
 /** A group's category schema (0014), as the JSON document assignCategorySchema took. */

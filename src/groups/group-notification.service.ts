@@ -81,7 +81,7 @@ export class GroupNotificationService {
         message: request.message,
         data: { groupId: row.id, groupTitle: row.title, fromUser: caller.username },
       };
-      await deliver(trx, recipients, message);
+      await deliver(trx, caller.userId, recipients, message);
     });
   }
 }

@@ -10,6 +10,47 @@ export type NotificationRow = Selectable<UserNotificationTable>;
  */
 export const MAX_NOTIFICATIONS_PER_USER = 500;
 
+/**
+ * Notifications (one per recipient) a user may send in an hour, counted in the database so that
+ * the bound holds across nodes. One `notifyAll` of the largest group it reaches (5,000 members)
+ * fits twice.
+ */
+export const MAX_NOTIFICATIONS_SENT_PER_HOUR = 10_000;
+
+const HOUR_MS = 60 * 60 * 1000;
+
+/**
+ * Counts `n` more notifications sent by a user in the hour of `now` (a new hour starts again from
+ * zero) and answers how many that makes, in the caller's transaction: a refused sending rolls
+ * its count back with it. The upsert locks the sender's row on PostgreSQL, so two sendings of
+ * one user at once count one after the other.
+ */
+export async function countSent(q: Queryable, senderId: string, n: number, now: number): Promise<number> {
+  const windowStart = now - (now % HOUR_MS);
+  const row = await q
+    .insertInto("notification_quotas")
+    .values({ sender_id: senderId, window_start: windowStart, sent: n })
+    .onConflict((oc) =>
+      oc.column("sender_id").doUpdateSet((eb) => ({
+        sent: eb
+          .case()
+          .when("notification_quotas.window_start", "=", eb.ref("excluded.window_start"))
+          .then(eb("notification_quotas.sent", "+", eb.ref("excluded.sent")))
+          .else(eb.ref("excluded.sent"))
+          .end(),
+        window_start: eb.ref("excluded.window_start"),
+      })),
+    )
+    .returning("sent")
+    .executeTakeFirstOrThrow();
+  return Number(row.sent);
+}
+
+/** When the hour of `now` ends: when a sender who spent its quota may send again. */
+export function quotaResetsAt(now: number): number {
+  return now - (now % HOUR_MS) + HOUR_MS;
+}
+
 /** Rows per INSERT, well under either engine's limit of bound parameters. */
 const INSERT_BATCH = 200;
 

@@ -3,10 +3,13 @@ import type { Db, Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import { newId } from "../ids.js";
 import {
+  countSent,
   deleteNotification,
   insertNotifications,
   listNotifications,
+  MAX_NOTIFICATIONS_SENT_PER_HOUR,
   type NotificationRow,
+  quotaResetsAt,
 } from "./notification.repository.js";
 import { findUser } from "./user.repository.js";
 
@@ -56,7 +59,7 @@ export class NotificationService {
         if (!user) throw errors.invalidParameter("users", `'${username}' is not a user of this organization`);
         recipients.push(user.id);
       }
-      await deliver(trx, recipients, message);
+      await deliver(trx, caller.userId, recipients, message);
     });
   }
 
@@ -71,9 +74,20 @@ export class NotificationService {
   }
 }
 
-/** Stores one notification for each recipient (user ids), in the caller's transaction. */
-export async function deliver(q: Queryable, userIds: readonly string[], message: NotificationMessage) {
+/**
+ * Stores one notification for each recipient (user ids), in the caller's transaction, counted
+ * against the sender's hourly quota: past it, nothing is stored.
+ */
+export async function deliver(
+  q: Queryable,
+  senderId: string,
+  userIds: readonly string[],
+  message: NotificationMessage,
+) {
   const created = Date.now();
+  if ((await countSent(q, senderId, userIds.length, created)) > MAX_NOTIFICATIONS_SENT_PER_HOUR) {
+    throw errors.notificationQuotaSpent(MAX_NOTIFICATIONS_SENT_PER_HOUR, quotaResetsAt(created));
+  }
   const rows: NotificationRow[] = userIds.map((user_id) => ({
     id: newId(),
     user_id,

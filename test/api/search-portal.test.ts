@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_NOTIFICATIONS_SENT_PER_HOUR } from "../../src/users/notification.repository.js";
 import { startTestPortal, type TestPortal } from "../helpers/portico.js";
 
 /**
@@ -205,6 +206,73 @@ describe("notifications", () => {
       member.token,
     );
     expect(missing.error?.code).toBe(400);
+  });
+
+  it("bounds the notifications one user sends in an hour, counting only what was sent", async () => {
+    const db = portal.portico.db.kysely;
+    const idOf = async (username: string) =>
+      (
+        await db
+          .selectFrom("users")
+          .select("id")
+          .where("username_key", "=", username)
+          .executeTakeFirstOrThrow()
+      ).id;
+    const hour = 60 * 60 * 1000;
+    const thisHour = Date.now() - (Date.now() % hour);
+    const spend = async (username: string, sent: number, windowStart = thisHour) => {
+      const sender_id = await idOf(username);
+      await db.deleteFrom("notification_quotas").where("sender_id", "=", sender_id).execute();
+      await db
+        .insertInto("notification_quotas")
+        .values({ sender_id, window_start: windowStart, sent })
+        .execute();
+    };
+    const sentBy = async (username: string) =>
+      Number(
+        (
+          await db
+            .selectFrom("notification_quotas")
+            .select("sent")
+            .where("sender_id", "=", await idOf(username))
+            .executeTakeFirstOrThrow()
+        ).sent,
+      );
+    const listOf = async (who: User) =>
+      (await portal.get(`/community/users/${who.username}/notifications`, {}, who.token)).notifications;
+
+    // A member with one notification left of this hour's quota sends it, and no more.
+    await spend(member.username, MAX_NOTIFICATIONS_SENT_PER_HOUR - 1);
+    expect((await notify(member.token, { users: owner.username })).success).toBe(true);
+    const before = await listOf(owner);
+    const over = await notify(member.token, { users: owner.username });
+    expect(over.error).toMatchObject({ code: 400, messageCode: "GEN_0429" });
+    expect(over.error.details[0]).toContain(`${MAX_NOTIFICATIONS_SENT_PER_HOUR} notifications`);
+    expect(await listOf(owner)).toEqual(before);
+    expect(await sentBy(member.username)).toBe(MAX_NOTIFICATIONS_SENT_PER_HOUR);
+    // A new hour counts again from zero.
+    await spend(member.username, MAX_NOTIFICATIONS_SENT_PER_HOUR, thisHour - hour);
+    expect((await notify(member.token, { users: owner.username })).success).toBe(true);
+    expect(await sentBy(member.username)).toBe(1);
+
+    // The organization's notifications count per recipient: two do not fit in one place.
+    await spend(admin.username, MAX_NOTIFICATIONS_SENT_PER_HOUR - 1);
+    const memberBefore = await listOf(member);
+    const two = await portal.post(
+      "/portals/self/createNotification",
+      { users: `${member.username},${owner.username}`, message: "m" },
+      admin.token,
+    );
+    expect(two.error?.messageCode).toBe("GEN_0429");
+    expect(await listOf(member)).toEqual(memberBefore);
+    expect(await sentBy(admin.username)).toBe(MAX_NOTIFICATIONS_SENT_PER_HOUR - 1);
+    const one = await portal.post(
+      "/portals/self/createNotification",
+      { users: member.username, message: "m" },
+      admin.token,
+    );
+    expect(one.success).toBe(true);
+    await db.deleteFrom("notification_quotas").execute();
   });
 
   it("keeps the newest 500 notifications of a user", async () => {

@@ -48,6 +48,7 @@ const RELATIONSHIPS: readonly [string, string, string, string, string?][] = [
   ["item_tags", "item_id", "items", "id"],
   ["item_categories", "item_id", "items", "id"],
   ["user_notifications", "user_id", "users", "id"],
+  ["notification_quotas", "sender_id", "users", "id"],
   ["group_category_schemas", "group_id", "groups", "id"],
   ["item_files", "item_id", "items", "id"],
   ["item_file_chunks", "file_id", "item_files", "file_id"],
