@@ -159,13 +159,14 @@ function resourceUpload(
 }
 
 /**
- * Operations ArcGIS answers below `content/users/<u>` that portico does not (yet): a path naming
- * one is an unknown operation ("Invalid URL"), not a folder of that name. The implemented ones
- * are routes of their own, which the router prefers to the folder's.
+ * Operations ArcGIS answers below `content/users/<u>`: a path naming one is an operation, never a
+ * folder of that name. Those portico implements are routes of their own for their method, which
+ * the router prefers to the folder's; asked for with another method (or not implemented:
+ * `publish`, `deleteItems`, `moveItems`, `items`), they are "Invalid URL".
  */
 const UNANSWERED_USER_OPERATIONS: ReadonlySet<string> = new Set(
-  ["publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship"].map((op) =>
-    op.toLowerCase(),
+  ["publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship", "export"].map(
+    (op) => op.toLowerCase(),
   ),
 );
 
