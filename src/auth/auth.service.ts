@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import { FeedCache } from "../db/cache.js";
 import type { Db, Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
@@ -120,7 +120,7 @@ function lockedUntil(until: number, now: number) {
 const DEFAULT_TOKEN_MINUTES = 60;
 
 export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("base64url");
+  return hash("sha256", token, "base64url");
 }
 
 /**
