@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import autocannon from "autocannon";
 
 export interface LoadCase {
@@ -17,6 +18,12 @@ export interface LoadCase {
    * next measurement runs.
    */
   settle?: () => Promise<void>;
+  /**
+   * The server's process id, when it runs on this machine: its CPU time over the measurement is
+   * then reported per answer, a figure that neighbours on a shared machine skew far less than
+   * requests per second.
+   */
+  serverPid?: number;
 }
 
 export interface LoadSettings {
@@ -41,6 +48,8 @@ export interface LoadResult {
   rejected: number;
   /** The first few rejected bodies, to show why. */
   samples: string[];
+  /** Microseconds of the server's CPU time (user and system) per answer, when its pid is known. */
+  cpuUsPerAnswer: number | undefined;
 }
 
 const SAMPLES_KEPT = 3;
@@ -52,19 +61,44 @@ export async function runLoad(c: LoadCase, settings: LoadSettings): Promise<Load
     await fire(c, settings.connections, settings.warmupS);
     await c.settle?.();
   }
+  const cpuBefore = c.serverPid === undefined ? undefined : cpuSeconds(c.serverPid);
   const { result, samples } = await fire(c, settings.connections, settings.durationS);
+  const cpuAfter = c.serverPid === undefined ? undefined : cpuSeconds(c.serverPid);
   await c.settle?.();
+  const answers = result["1xx"] + result["2xx"] + result["3xx"] + result["4xx"] + result["5xx"];
   return {
     name: c.name,
     rps: result.requests.average,
     p50: result.latency.p50,
     p99: result.latency.p99,
-    answers: result["1xx"] + result["2xx"] + result["3xx"] + result["4xx"] + result["5xx"],
+    answers,
     errors: result.errors,
     non2xx: result.non2xx,
     rejected: result.mismatches,
     samples,
+    cpuUsPerAnswer:
+      cpuBefore === undefined || cpuAfter === undefined || answers === 0
+        ? undefined
+        : ((cpuAfter - cpuBefore) * 1e6) / answers,
   };
+}
+
+/** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */
+const TICKS_PER_SECOND = 100;
+
+/** User and system CPU seconds a process has used, from /proc; undefined without /proc. */
+function cpuSeconds(pid: number): number | undefined {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    // No /proc (macOS) or the process is gone: the figure is simply not reported.
+    return undefined;
+  }
+  // Fields after the command name, which is in parentheses and may hold spaces: utime and stime
+  // are the 14th and 15th fields of the line, the 12th and 13th after the name.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
 async function fire(c: LoadCase, connections: number, seconds: number) {

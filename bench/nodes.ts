@@ -102,6 +102,7 @@ async function spreadLoad(
     non2xx: sum((r) => r.non2xx),
     rejected: sum((r) => r.rejected),
     samples: results.flatMap((r) => r.samples).slice(0, 3),
+    cpuUsPerAnswer: undefined,
   };
   deps.say(
     `  ${name.padEnd(34)} ${rate(total.rps).padStart(7)} req/s  (per node: ${results

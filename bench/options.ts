@@ -2,12 +2,12 @@ import { parseArgs } from "node:util";
 import { ATTACK_IDS } from "./abuse.js";
 
 /** The parts of a run, in the order they run; `--cases` picks some. */
-export const CASES = ["startup", "load", "sync", "nodes", "abuse", "features", "postgis"] as const;
+export const CASES = ["startup", "load", "reads", "sync", "nodes", "abuse", "features", "postgis"] as const;
 /**
  * Cases that run only when asked for: they need PostgreSQL and several servers, stress the
  * machine, or take minutes (loading a million features, installing Koop).
  */
-const ON_REQUEST: readonly CaseName[] = ["nodes", "abuse", "features", "postgis"];
+const ON_REQUEST: readonly CaseName[] = ["reads", "nodes", "abuse", "features", "postgis"];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -29,7 +29,10 @@ export interface BenchOptions {
   attacks: ReadonlySet<string>;
   /** Points of the features case's layer. */
   points: number;
-  /** Where `portico serve` of the features case writes its CPU profile (`node --cpu-prof`), if anywhere. */
+  /**
+   * Where `portico serve` of the features and reads cases writes its CPU profile
+   * (`node --cpu-prof`), if anywhere.
+   */
   cpuProfileDir: string | undefined;
 }
 
@@ -39,16 +42,19 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     nodes, abuse, features and postgis): startup times, the load cases (reads,
-                     writes, search, createService, webhooks, memory), the collaboration sync
-                     between two portals, the read and write cases on one node beside N nodes of
+                     reads, nodes, abuse, features and postgis): startup times, the load cases
+                     (reads, also on a portal started as \`npm start\` starts it, writes, search,
+                     createService, webhooks, memory), the read case alone (quick: a portal as
+                     the load cases start it and one as \`npm start\` does, beside the
+                     baseline), the collaboration sync between two portals, the read and write
+                     cases on one node beside N nodes of
                      one PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
                      latency of the server under each attack, beside the same without attack), a
                      hosted point layer loaded through applyEdits and queried, beside a direct
                      database reader and Koop, and the same points with polygons queried on
                      PostgreSQL without and with PostGIS (implies --pg)
   --points N         points of the features and postgis cases' layer (default 1000000)
-  --cpu-prof DIR     write a CPU profile of the features case's portico server into DIR
+  --cpu-prof DIR     write a CPU profile of the features and reads cases' portico servers into DIR
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is

@@ -11,9 +11,10 @@ export function isSignedInPortal(body: string): boolean {
   return body.startsWith('{"id":') && body.includes('"user":{');
 }
 
-export function readCase(engine: Engine, origin: string, token: string): LoadCase {
+/** @param how how the portal was started, when not as the bench starts it (`npm start`). */
+export function readCase(engine: Engine, origin: string, token: string, how?: string): LoadCase {
   return {
-    name: `portals/self GET [${engine.name}]`,
+    name: `portals/self GET${how ? `, ${how}` : ""} [${engine.name}]`,
     url: `${origin}${READ_PATH}?${new URLSearchParams({ f: "json", token })}`,
     verify: isSignedInPortal,
   };

@@ -17,6 +17,12 @@ export interface ServerSpec {
   /** Path polled until it answers 200, e.g. `/sharing/rest/info?f=json`. */
   readyPath: string;
   readyTimeoutMs?: number;
+  /**
+   * A file that receives the child's stdout, as `npm start > portico.log` would; for servers that
+   * log every request, so that the bench process (which runs the load generator) does not spend
+   * its CPU reading their lines. Otherwise stdout is read like stderr, its last lines kept.
+   */
+  stdoutFile?: string;
 }
 
 export interface ServerProcess {
@@ -74,7 +80,10 @@ export async function startServer(spec: ServerSpec): Promise<ServerProcess> {
   const url = `http://127.0.0.1:${spec.port}`;
   const lines: string[] = [];
   const started = performance.now();
-  const child = spawn(process.execPath, spec.args, { env: spec.env, stdio: ["ignore", "pipe", "pipe"] });
+  const stdout = spec.stdoutFile === undefined ? "pipe" : fs.openSync(spec.stdoutFile, "a");
+  const child = spawn(process.execPath, spec.args, { env: spec.env, stdio: ["ignore", stdout, "pipe"] });
+  // The child has its own copy of the descriptor.
+  if (typeof stdout === "number") fs.closeSync(stdout);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const unregister = onCleanup(() => stopChild(child, exited));
   keepLines(child, lines);
@@ -109,7 +118,7 @@ export async function startServer(spec: ServerSpec): Promise<ServerProcess> {
     url,
     readyMs,
     memory: () => readMemory(pid),
-    output: () => [...lines],
+    output: () => (spec.stdoutFile === undefined ? [...lines] : [...lastLines(spec.stdoutFile), ...lines]),
     ended: () =>
       child.exitCode !== null
         ? `exit code ${child.exitCode}`
@@ -127,6 +136,26 @@ async function stopChild(child: ChildProcess, exited: Promise<void>): Promise<vo
   const timer = setTimeout(() => child.kill("SIGKILL"), STOP_GRACE_MS);
   await exited;
   clearTimeout(timer);
+}
+
+/** The last lines of a log file, read from its end. */
+function lastLines(file: string): string[] {
+  // Gone once the server's store is removed.
+  if (!fs.existsSync(file)) return [];
+  const fd = fs.openSync(file, "r");
+  try {
+    const size = fs.fstatSync(fd).size;
+    const length = Math.min(size, OUTPUT_LINES_KEPT * 1024);
+    const buffer = Buffer.alloc(length);
+    fs.readSync(fd, buffer, 0, length, size - length);
+    return buffer
+      .toString("utf8")
+      .split("\n")
+      .filter((line) => line.trim() !== "")
+      .slice(-OUTPUT_LINES_KEPT);
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 function keepLines(child: ChildProcess, lines: string[]) {

@@ -78,6 +78,8 @@ interface StartupFigures {
 interface EngineFigures {
   engine: Engine;
   reads: LoadResult;
+  /** The read case on a portal started as `npm start` starts it: default settings, access log at info. */
+  startReads: LoadResult;
   writes: LoadResult;
   /** Searches by owner, tag and type over the seeded items. */
   searches: LoadResult[];
@@ -85,6 +87,13 @@ interface EngineFigures {
   deliveries: DeliveryFigures[];
   idleMemory: { rss: number; peak: number } | undefined;
   afterLoadMemory: { rss: number; peak: number } | undefined;
+}
+
+/** The read case alone, on a portal as the load cases start it and on one as `npm start` does. */
+interface ReadFigures {
+  engine: Engine;
+  reads: LoadResult;
+  startReads: LoadResult;
 }
 
 /** A portal started on a fresh store, signed in, with its user pool created. */
@@ -151,19 +160,24 @@ async function main(): Promise<number> {
   }
   const baselines: LoadResult[] = [];
   let bare: ServerProcess | undefined;
+  // The baseline runs before the first portal case and again after the last; their mean is what
+  // ratios use, so a neighbour's burst in one of them weighs less.
+  const baselineBefore = async (selfBody: string) => {
+    if (bare) return;
+    bare = await startBare(selfBody);
+    baselines.push(await measure(baselineCase(bare), settings));
+  };
   const figures: EngineFigures[] = [];
   for (const engine of options.cases.has("load") ? engines : []) {
     let session: Session | undefined;
     try {
       say(`  ${engine.name}: starting a portal and creating ${options.users} users`);
       session = await openSession(engine, options, settings.connections);
-      if (!bare) {
-        // The baseline runs before the first portal case and again after the last; their mean is
-        // what ratios use, so a neighbour's burst in one of them weighs less.
-        bare = await startBare(session.selfBody);
-        baselines.push(await measure(baselineCase(bare), settings));
-      }
-      const reads = await measure(readCase(engine, session.server.url, session.token), settings);
+      await baselineBefore(session.selfBody);
+      const reads = await measure(
+        { ...readCase(engine, session.server.url, session.token), serverPid: session.server.pid },
+        settings,
+      );
       const writes = await measure(
         writeCase(engine, session.server.url, session.token, session.users),
         settings,
@@ -175,22 +189,69 @@ async function main(): Promise<number> {
         settings,
       );
       const deliveries = await measureDeliveries(engine, session);
+      const { idleMemory } = session;
+      const afterLoadMemory = session.server.memory();
+      printServerOutput(session.server);
+      await session.close();
+      session = undefined;
+      const startReads = await measureReadsAsStarted(engine, settings);
       figures.push({
         engine,
         reads,
+        startReads,
         writes,
         searches,
         createService,
         deliveries,
-        idleMemory: session.idleMemory,
-        afterLoadMemory: session.server.memory(),
+        idleMemory,
+        afterLoadMemory,
       });
-      printServerOutput(session.server);
     } catch (err) {
       failures.push(`${engine.name} load: ${(err as Error).message}`);
       say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
     } finally {
       await session?.close();
+    }
+  }
+
+  const readsOnly: ReadFigures[] = [];
+  if (options.cases.has("reads")) {
+    section(
+      `Reads: ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s each, on a portal as the load cases start it and on one as \`npm start\` does`,
+    );
+  }
+  for (const engine of options.cases.has("reads") ? engines : []) {
+    try {
+      const figure: Partial<ReadFigures> = { engine };
+      for (const how of ["bench", "npm start"] as const) {
+        const nodeArgs = options.cpuProfileDir
+          ? [
+              "--cpu-prof",
+              `--cpu-prof-dir=${options.cpuProfileDir}`,
+              `--cpu-prof-name=portico-reads-${how.replace(" ", "-")}-${engine.name}.cpuprofile`,
+            ]
+          : [];
+        const portal = await openReadPortal(engine, how, nodeArgs);
+        try {
+          await baselineBefore(portal.selfBody);
+          const result = await measure(
+            {
+              ...readCase(engine, portal.server.url, portal.token, how === "bench" ? undefined : how),
+              serverPid: portal.server.pid,
+            },
+            settings,
+          );
+          if (how === "bench") figure.reads = result;
+          else figure.startReads = result;
+          printServerOutput(portal.server);
+        } finally {
+          await portal.close();
+        }
+      }
+      readsOnly.push(figure as ReadFigures);
+    } catch (err) {
+      failures.push(`${engine.name} reads: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
     }
   }
   if (bare) {
@@ -312,7 +373,7 @@ async function main(): Promise<number> {
     }
   }
 
-  printSummary(baselines, figures, startups, syncs, scaling);
+  printSummary(baselines, readsOnly, figures, startups, syncs, scaling);
   if (postgis.length) {
     say("");
     say(postgisSummary(postgis));
@@ -378,6 +439,75 @@ async function startPortico(engine: Engine, store: Store, nodeArgs: string[] = [
     port,
     readyPath: "/sharing/rest/info?f=json",
   });
+}
+
+/**
+ * `portico serve` as a user's `npm start` runs it: default settings (access log at info, HTTPS on
+ * beside HTTP) except what cannot be: the store, free ports (7080 and 7443 may be taken), and a
+ * known first administrator to sign in as. Its stdout goes to a file in the data directory, as
+ * `npm start > portico.log` would send it.
+ */
+async function startAsNpmStart(
+  engine: Engine,
+  store: Store,
+  nodeArgs: string[] = [],
+): Promise<ServerProcess> {
+  const port = await freePort();
+  const httpsPort = await freePort();
+  const dataDir = store.env.PORTICO_DATA_DIR;
+  if (!dataDir) throw new Error("a store without a data directory");
+  return startServer({
+    name: `portico as npm start (${engine.name})`,
+    args: [...nodeArgs, PORTICO_MAIN, "serve"],
+    env: cleanEnv({
+      ...store.env,
+      ...ADMIN_ENV,
+      PORTICO_PORT: String(port),
+      PORTICO_HTTPS_PORT: String(httpsPort),
+    }),
+    port,
+    readyPath: "/sharing/rest/info?f=json",
+    stdoutFile: path.join(dataDir, "portico.log"),
+  });
+}
+
+/** A portal on a fresh store, signed in, for the read case alone. */
+async function openReadPortal(engine: Engine, how: "bench" | "npm start", nodeArgs: string[]) {
+  const store = await createStore(engine);
+  let server: ServerProcess | undefined;
+  const close = async () => {
+    await server?.stop();
+    await store.destroy();
+  };
+  try {
+    server =
+      how === "bench"
+        ? await startPortico(engine, store, nodeArgs)
+        : await startAsNpmStart(engine, store, nodeArgs);
+    const api = new PortalApi(server.url);
+    const token = await api.signIn(ADMIN.username, ADMIN.password);
+    const selfBody = await api.getText(READ_PATH, { token });
+    if (!isSignedInPortal(selfBody)) {
+      throw new Error(`portals/self is not the signed-in view: ${selfBody.slice(0, 200)}`);
+    }
+    return { server, token, selfBody, close };
+  } catch (err) {
+    await close();
+    throw err;
+  }
+}
+
+/** The read case on a portal started as `npm start` starts it, on a store of its own. */
+async function measureReadsAsStarted(engine: Engine, settings: LoadSettings): Promise<LoadResult> {
+  const portal = await openReadPortal(engine, "npm start", []);
+  try {
+    return await measure(
+      { ...readCase(engine, portal.server.url, portal.token, "npm start"), serverPid: portal.server.pid },
+      settings,
+    );
+  } finally {
+    await portal.close();
+  }
 }
 
 async function timeStartups(engine: Engine, starts: number): Promise<StartupFigures> {
@@ -476,7 +606,12 @@ async function startBare(body: string): Promise<ServerProcess> {
 }
 
 function baselineCase(bare: ServerProcess): LoadCase {
-  return { name: "bare node:http", url: `${bare.url}${READ_PATH}?f=json`, verify: isSignedInPortal };
+  return {
+    name: "bare node:http",
+    url: `${bare.url}${READ_PATH}?f=json`,
+    verify: isSignedInPortal,
+    serverPid: bare.pid,
+  };
 }
 
 /**
@@ -516,7 +651,8 @@ async function measure(c: LoadCase, settings: LoadSettings): Promise<LoadResult>
   const r = await runLoad(c, settings);
   say(
     `  ${r.name.padEnd(34)} ${rate(r.rps).padStart(7)} req/s  p50 ${ms(r.p50).padStart(7)}  ` +
-      `p99 ${ms(r.p99).padStart(7)}  errors ${r.errors}  non-2xx ${r.non2xx}  rejected ${r.rejected}`,
+      `p99 ${ms(r.p99).padStart(7)}  errors ${r.errors}  non-2xx ${r.non2xx}  rejected ${r.rejected}` +
+      (r.cpuUsPerAnswer === undefined ? "" : `  server CPU ${Math.round(r.cpuUsPerAnswer)} µs/answer`),
   );
   for (const sample of r.samples) say(`    rejected answer: ${sample}`);
   return r;
@@ -532,6 +668,7 @@ function printServerOutput(server: ServerProcess) {
 
 function printSummary(
   baselines: LoadResult[],
+  readsOnly: ReadFigures[],
   figures: EngineFigures[],
   startups: StartupFigures[],
   syncs: SyncFigures[],
@@ -555,6 +692,7 @@ function printSummary(
       goal === undefined ? "" : `>= ${ratio(goal)}`,
       // Throughput built on failing answers does not count as meeting the goal.
       goal === undefined ? "" : verdict(q >= goal && !failed),
+      r.cpuUsPerAnswer === undefined ? "" : `${Math.round(r.cpuUsPerAnswer)} µs`,
     ];
   };
   const latencyRow = (r: LoadResult, engine: string): string[] => {
@@ -568,8 +706,13 @@ function printSummary(
     ...baselines.map((b, i) =>
       loadRow({ ...b, name: `${b.name} (${i === 0 ? "before" : "after"})` }, "-", undefined),
     ),
+    ...readsOnly.flatMap((f) => [
+      loadRow(f.reads, f.engine.name, GOALS.readRatio),
+      loadRow(f.startReads, f.engine.name, GOALS.readRatio),
+    ]),
     ...figures.flatMap((f) => [
       loadRow(f.reads, f.engine.name, GOALS.readRatio),
+      loadRow(f.startReads, f.engine.name, GOALS.readRatio),
       loadRow(f.writes, f.engine.name, GOALS.writeRatio),
       ...f.searches.map((s) => latencyRow(s, f.engine.name)),
       loadRow(f.createService, f.engine.name, undefined),
@@ -590,6 +733,7 @@ function printSummary(
           "ratio",
           "goal",
           "verdict",
+          "CPU/answer",
         ],
         loadRows,
         2,
@@ -598,7 +742,7 @@ function printSummary(
   }
   if (baselines.length) {
     say(
-      `ratio = req/s / mean baseline req/s (${rate(baseRps)}); rejected = answers that were not the expected body`,
+      `ratio = req/s / mean baseline req/s (${rate(baseRps)}); rejected = answers that were not the expected body; CPU/answer = the server's user + system CPU time over the measurement per answer (where known)`,
     );
   }
 

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 import type { Transaction } from "kysely";
 import { FeedCache } from "../db/cache.js";
 import type { Db, Queryable } from "../db/database.js";
@@ -154,7 +154,7 @@ function lockedUntil(until: number, now: number) {
 const DEFAULT_TOKEN_MINUTES = 60;
 
 export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("base64url");
+  return hash("sha256", token, "base64url");
 }
 
 /** A new opaque credential (token, code, secret): 256 random bits. */

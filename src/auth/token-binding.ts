@@ -87,6 +87,10 @@ export function refererAllowed(bound: string, sent: string | undefined): boolean
 /** Whether a request may present a token bound as `client` to `bound`. */
 export function presenterAllowed(client: string, bound: string, presenter: Presenter): boolean {
   if (client === "referer") return refererAllowed(bound, presenter.referer);
-  if (client === "ip" || client === "requestip") return normalizeIp(bound) === normalizeIp(presenter.ip);
+  if (client === "ip" || client === "requestip") {
+    // The same text is the same address; parsing both (on every request with such a token) is for
+    // the other spellings of it.
+    return bound === presenter.ip || normalizeIp(bound) === normalizeIp(presenter.ip);
+  }
   return false;
 }

@@ -470,7 +470,7 @@ export function registerRoutes(
         throw err;
       } finally {
         // Before the answer goes out: a client that reads it may look for the file at once.
-        await removeUploads(Object.values(files));
+        if (uploads) await removeUploads(Object.values(files));
       }
       return render(reply, format, result, route.name);
     };

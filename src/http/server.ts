@@ -13,7 +13,14 @@ import type { Config } from "../config.js";
 import { isConnectionLoss, isPoolWaitTimeout } from "../db/availability.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
-import { requestChildLogger, requestContext, requestId, requestIdMixin } from "../observability/logging.js";
+import {
+  AccessLog,
+  asyncStdout,
+  requestChildLogger,
+  requestContext,
+  requestId,
+  requestIdMixin,
+} from "../observability/logging.js";
 import type { Metrics } from "../observability/metrics.js";
 import { redactUrl } from "../observability/redact.js";
 import type { Services } from "../services.js";
@@ -53,6 +60,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   const uploadDir = path.join(config.dataDir, "tmp");
   await fs.promises.mkdir(uploadDir, { recursive: true });
   await sweepUploads(uploadDir, services.db.engine === "sqlite" ? 0 : config.requestTimeoutSeconds * 1000);
+  const loggerOptions = typeof options.logger === "object" ? options.logger : {};
   const app = Fastify({
     logger:
       options.logger === false
@@ -60,12 +68,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         : {
             level: config.logLevel,
             mixin: requestIdMixin,
-            // Credentials travel in headers, query strings and bodies; none of them is logged.
-            redact: [
-              "req.headers.authorization",
-              "req.headers['x-esri-authorization']",
-              "req.headers.cookie",
-            ],
+            // Credentials travel in headers, query strings and bodies; none of them is logged: a
+            // request is logged as these three fields (every line that names one, whatever it
+            // passes as `req`), never its headers or body, and the URL without secret values.
             serializers: {
               req: (req: FastifyRequest) => ({
                 method: req.method,
@@ -73,8 +78,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
                 remoteAddress: req.ip,
               }),
             },
-            ...(typeof options.logger === "object" ? options.logger : {}),
+            ...("stream" in loggerOptions ? {} : { stream: asyncStdout() }),
+            ...loggerOptions,
           },
+    logController: new AccessLog(),
     childLoggerFactory: (logger, bindings, opts) => requestChildLogger(logger, bindings, opts),
     trustProxy: config.trustProxy === false ? false : config.trustProxy,
     routerOptions: {
@@ -125,13 +132,16 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
   app.decorateRequest("errorCode", undefined);
   // Every answer (routes, errors, probes, preflights) gets the hardening headers.
-  app.addHook("onSend", async (_request, reply, payload) => {
+  // Hooks that do not wait for anything take Fastify's callback rather than being async: every
+  // request runs them, and a promise each is work (more so with the async context above).
+  app.addHook("onSend", (_request, reply, payload, done) => {
     hardenAnswer(reply);
-    return payload;
+    done(null, payload);
   });
-  app.addHook("onResponse", async (request, reply) => {
+  app.addHook("onResponse", (request, reply, done) => {
     const name = request.routeOptions.config?.name ?? "not_found";
     options.metrics.request(name, request.method, request.errorCode, reply.elapsedTime / 1000);
+    done();
   });
 
   registerBodyParsers(app);
@@ -145,11 +155,13 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   ]);
   // A multipart body without a boundary cannot be parsed; the parser's own error for it carries no
   // status code, so it is refused here as the client error it is.
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", (request, _reply, done) => {
     const type = request.headers["content-type"];
     if (type && /^multipart\/form-data/i.test(type) && !/;\s*boundary=/i.test(type)) {
-      throw errors.badBody("A multipart/form-data body needs a boundary in its Content-Type header.");
+      done(errors.badBody("A multipart/form-data body needs a boundary in its Content-Type header."));
+      return;
     }
+    done();
   });
   app.addHook("onRequest", async (request, reply) => {
     // Probes of load balancers and orchestrators, and metrics scrapes, answer whatever the

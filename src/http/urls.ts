@@ -14,8 +14,16 @@ export function servicesBase(apiBase: string): string {
   return `${owningSystemUrl(apiBase)}/rest/services`;
 }
 
+/** The last answer of `portalHostname`, and what it was asked. */
+const hostnameOf = { apiBase: "", hostname: "" };
+
 /** The portal's host and path as `portals/self` names it (`portalHostname`), e.g. `gis.example.com/portal`. */
 export function portalHostname(apiBase: string): string {
-  const base = new URL(owningSystemUrl(apiBase));
-  return `${base.host}${base.pathname.replace(/\/$/, "")}`;
+  // Asked on every `portals/self`, always with the same base: parsed once, not per request.
+  if (apiBase !== hostnameOf.apiBase) {
+    const base = new URL(owningSystemUrl(apiBase));
+    hostnameOf.apiBase = apiBase;
+    hostnameOf.hostname = `${base.host}${base.pathname.replace(/\/$/, "")}`;
+  }
+  return hostnameOf.hostname;
 }

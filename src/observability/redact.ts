@@ -32,6 +32,8 @@ export const REDACTED = "[REDACTED]";
  * are left alone: no secret name has one.
  */
 function decodedName(raw: string): string {
+  // Most names are plain (`f`, `token`): nothing to decode.
+  if (!raw.includes("%") && !raw.includes("+")) return raw.toLowerCase();
   return raw
     .replace(/\+/g, " ")
     .replace(/%([0-7][0-9a-f])/gi, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
@@ -47,13 +49,14 @@ function decodedName(raw: string): string {
 export function redactUrl(url: string): string {
   const start = url.indexOf("?");
   if (start < 0) return url;
-  const query = url
-    .slice(start + 1)
-    .split("&")
-    .map((pair) => {
-      const eq = pair.indexOf("=");
-      if (eq < 0 || !SECRET_NAMES.has(decodedName(pair.slice(0, eq)))) return pair;
-      return `${pair.slice(0, eq)}=${REDACTED}`;
-    });
-  return `${url.slice(0, start)}?${query.join("&")}`;
+  const pairs = url.slice(start + 1).split("&");
+  let redacted = false;
+  for (const [i, pair] of pairs.entries()) {
+    const eq = pair.indexOf("=");
+    if (eq < 0 || !SECRET_NAMES.has(decodedName(pair.slice(0, eq)))) continue;
+    pairs[i] = `${pair.slice(0, eq)}=${REDACTED}`;
+    redacted = true;
+  }
+  // Run for every access line: a URL without secrets is handed back as it came.
+  return redacted ? `${url.slice(0, start)}?${pairs.join("&")}` : url;
 }

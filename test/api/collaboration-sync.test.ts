@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   addItem,
   collaborate,
@@ -21,12 +21,33 @@ import { outbox, type TestPortal } from "../helpers/portico.js";
  * that end replication.
  */
 
+/*
+ * Portals a describe block's beforeAll starts live until the file ends; those a test starts are
+ * stopped when it ends. Each live portal keeps its PostgreSQL pool's idle connections, and the
+ * twenty-odd portals of this file together would otherwise approach the server's 100.
+ */
 const portals: TestPortal[] = [];
+let testPortals: TestPortal[] | undefined;
 async function peer() {
   const p = await startPeer();
-  portals.push(p);
+  (testPortals ?? portals).push(p);
   return p;
 }
+/** Takes a portal the test closed itself (its store kept for a restart) off the lists. */
+function forget(p: TestPortal) {
+  for (const list of [portals, testPortals ?? []]) {
+    const i = list.indexOf(p);
+    if (i >= 0) list.splice(i, 1);
+  }
+}
+beforeEach(() => {
+  testPortals = [];
+});
+afterEach(async () => {
+  const started = testPortals ?? [];
+  testPortals = undefined;
+  await Promise.all(started.map((p) => p.stop()));
+});
 afterAll(async () => {
   await Promise.all(portals.map((p) => p.stop()));
 });
@@ -369,12 +390,12 @@ describe("ending replication", () => {
     );
     const { startTestPortal } = await import("../helpers/portico.js");
     const back = await startTestPortal({ store, env: { PORTICO_OUTBOUND_ALLOW: "127.0.0.0/8" } });
-    portals.push(back);
+    (testPortals ?? portals).push(back);
     const r = await ok(back.post(workspacePath(linked, "sync"), { async: false }, back.adminToken), "sync");
     expect(r.success).toBe(false);
     expect(r.summary).toMatch(/ended this portal's participation/);
     expect((await back.get(`${self}/collaborations`, {}, back.adminToken)).collaborations).toEqual([]);
-    portals.splice(portals.indexOf(guest), 1);
+    forget(guest);
   });
 
   it("deleting the collaboration on the host ends it for the guest", async () => {
@@ -419,10 +440,10 @@ describe("schedules and realtime", () => {
     // Restarted before the first fire: the schedule is in the database and fires after.
     const store = guest.store;
     await guest.portico.close();
-    portals.splice(portals.indexOf(guest), 1);
+    forget(guest);
     const { startTestPortal } = await import("../helpers/portico.js");
     const back = await startTestPortal({ store, env: { PORTICO_OUTBOUND_ALLOW: "127.0.0.0/8" } });
-    portals.push(back);
+    (testPortals ?? portals).push(back);
     const job = await waitFor("the scheduled sync", async () => {
       const r = await back.get(workspacePath(linked, "syncStatus"), {}, back.adminToken);
       return r.status.find((s: any) => s.syncExecType === "scheduled" && s.status === "completed");

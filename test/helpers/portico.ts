@@ -31,6 +31,19 @@ export function newStore(): TestStore {
         const client = new pg.Client({ connectionString: databaseUrl });
         await client.connect();
         try {
+          // One DROP SCHEMA ... CASCADE takes a lock on every object of the schema in one
+          // transaction; a schema with hundreds of layer tables (collaboration-sync) can then
+          // exhaust PostgreSQL's shared lock table ("out of shared memory") while other test
+          // files hold locks of their own. Tables go first, a few per transaction.
+          for (;;) {
+            const { rows } = await client.query<{ name: string }>(
+              "SELECT tablename AS name FROM pg_tables WHERE schemaname = $1 LIMIT 50",
+              [schema],
+            );
+            if (rows.length === 0) break;
+            const names = rows.map((r) => `${schema}."${r.name.replaceAll('"', '""')}"`).join(", ");
+            await client.query(`DROP TABLE IF EXISTS ${names} CASCADE`);
+          }
           await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
         } finally {
           await client.end();

@@ -45,7 +45,8 @@ export function run(env: Record<string, string>, args: string[] = []): Running {
   child.stderr?.on("data", (d) => {
     out += d;
   });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  // Once its output is closed too: what it writes as it exits (log lines flushed then) is read.
+  const exited = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)));
   return { child, output: () => out, base: `http://127.0.0.1:${env.PORTICO_PORT}/sharing/rest`, exited };
 }
 

@@ -73,6 +73,39 @@ describe("portico serve", () => {
     expect(await stop(second)).toBe(0);
   });
 
+  it("writes one access line per request, every one of them, when stopped right after serving", async () => {
+    const r = run({ ...baseEnv(), PORTICO_PORT: String(await freePort()) });
+    await waitUntilUp(r);
+    // Lines go out asynchronously, gathered while a write is under way; the last ones may still be
+    // buffered when the signal arrives, and must be written as the process exits.
+    const count = 300;
+    for (let i = 0; i < count; i += 30) {
+      await Promise.all(
+        Array.from({ length: 30 }, async (_, j) => (await fetch(`${r.base}/info?f=json&n=${i + j}`)).text()),
+      );
+    }
+    expect(await stop(r)).toBe(0);
+    const lines = r
+      .output()
+      .split("\n")
+      .filter((line) => line.includes("&n="))
+      .map((line) => JSON.parse(line));
+    expect(lines.map((line) => Number(/&n=(\d+)$/.exec(line.req.url)?.[1])).sort((a, b) => a - b)).toEqual([
+      ...Array(count).keys(),
+    ]);
+    for (const line of lines) {
+      expect(line).toMatchObject({
+        level: 30,
+        reqId: expect.any(String),
+        req: { method: "GET", remoteAddress: "127.0.0.1" },
+        res: { statusCode: 200 },
+        responseTime: expect.any(Number),
+        msg: "request completed",
+      });
+    }
+    expect(r.output()).toContain("shutting down");
+  });
+
   it("stops cleanly on a SIGTERM that arrives while it is still starting", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-cli-early-"));
     const db = await createProcessDatabase("portico_cli_early");
