@@ -2,12 +2,22 @@ import { parseArgs } from "node:util";
 import { ATTACK_IDS } from "./abuse.js";
 
 /** The parts of a run, in the order they run; `--cases` picks some. */
-export const CASES = ["startup", "load", "reads", "sync", "nodes", "abuse", "features", "postgis"] as const;
+export const CASES = [
+  "startup",
+  "load",
+  "reads",
+  "writes",
+  "sync",
+  "nodes",
+  "abuse",
+  "features",
+  "postgis",
+] as const;
 /**
  * Cases that run only when asked for: they need PostgreSQL and several servers, stress the
  * machine, or take minutes (loading a million features, installing Koop).
  */
-const ON_REQUEST: readonly CaseName[] = ["reads", "nodes", "abuse", "features", "postgis"];
+const ON_REQUEST: readonly CaseName[] = ["reads", "writes", "nodes", "abuse", "features", "postgis"];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -42,12 +52,13 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     reads, nodes, abuse, features and postgis): startup times, the load cases
-                     (reads, also on a portal started as \`npm start\` starts it, writes, search,
-                     createService, webhooks, memory), the read case alone (quick: a portal as
-                     the load cases start it and one as \`npm start\` does, beside the
-                     baseline), the collaboration sync between two portals, the read and write
-                     cases on one node beside N nodes of
+                     reads, writes, nodes, abuse, features and postgis): startup times, the load
+                     cases (reads, also on a portal started as \`npm start\` starts it, writes,
+                     search, createService, webhooks, memory), the read case alone (quick: a
+                     portal as the load cases start it and one as \`npm start\` does, beside the
+                     baseline), only the write case on PostgreSQL beside its pgbench anchor
+                     (implies --pg), the collaboration sync between two portals, the read and
+                     write cases on one node beside N nodes of
                      one PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
                      latency of the server under each attack, beside the same without attack), a
                      hosted point layer loaded through applyEdits and queried, beside a direct
@@ -102,7 +113,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   if (values.points !== undefined && values.cases === undefined) cases = new Set<CaseName>(["features"]);
   const attacks = attackList(values.attacks);
   const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
-  const wantsPg = values.pg || fromEnv || cases.has("nodes") || cases.has("postgis");
+  const wantsPg = values.pg || fromEnv || cases.has("nodes") || cases.has("postgis") || cases.has("writes");
   const databaseUrl = values["database-url"] ?? (wantsPg ? (fromEnv ?? DEFAULT_DATABASE_URL) : undefined);
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new Error(`--database-url must be a postgres:// URL, got ${databaseUrl}`);

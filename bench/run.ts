@@ -29,6 +29,7 @@ import {
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
 import { measureNodes, type NodesFigures } from "./nodes.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
+import { measurePgbench, type PgbenchFigures } from "./pgbench.js";
 import { ADMIN, ADMIN_ENV, PortalApi } from "./portal-api.js";
 import { isSignedInPortal, READ_PATH, readCase, writeCase } from "./portal-cases.js";
 import { measurePostgis, POSTGIS_BENCH, type PostgisFigures, postgisSummary } from "./postgis.js";
@@ -45,6 +46,8 @@ const GOALS = {
   readRatio: 0.5,
   /** Durable writes (each commits and fsyncs a transaction), same measure. */
   writeRatio: 0.1,
+  /** PostgreSQL writes, as a fraction of pgbench's rate for transactions of the same shape. */
+  pgbenchRatio: 0.5,
   /** Spawn to first answer, judged on the median of the timed starts. */
   startMs: 1500,
   idleRssBytes: 150 * 1024 * 1024,
@@ -94,6 +97,12 @@ interface ReadFigures {
   engine: Engine;
   reads: LoadResult;
   startReads: LoadResult;
+}
+
+/** PostgreSQL's write case beside pgbench committing transactions of the same shape, same run. */
+interface AnchorFigures {
+  writes: LoadResult;
+  pgbench: PgbenchFigures;
 }
 
 /** A portal started on a fresh store, signed in, with its user pool created. */
@@ -159,6 +168,7 @@ async function main(): Promise<number> {
     );
   }
   const baselines: LoadResult[] = [];
+  const anchors: AnchorFigures[] = [];
   let bare: ServerProcess | undefined;
   // The baseline runs before the first portal case and again after the last; their mean is what
   // ratios use, so a neighbour's burst in one of them weighs less.
@@ -182,6 +192,8 @@ async function main(): Promise<number> {
         writeCase(engine, session.server.url, session.token, session.users),
         settings,
       );
+      if (engine.name === "postgres")
+        anchors.push({ writes, pgbench: await measureAnchor(engine, settings) });
       const searches = await measureSearches(engine, session, settings);
       // After the searches, so that their figures are taken on exactly the seeded content.
       const createService = await measure(
@@ -259,6 +271,30 @@ async function main(): Promise<number> {
     await bare.stop();
   }
 
+  const pgEngine = engines.find((e) => e.name === "postgres");
+  if (options.cases.has("writes") && pgEngine) {
+    section(
+      `Writes: updateUserRole on PostgreSQL beside pgbench, ${settings.connections} connections, ${settings.warmupS} s warm-up + ${settings.durationS} s each`,
+    );
+    let session: Session | undefined;
+    try {
+      session = await openSession(pgEngine, options, settings.connections);
+      const writes = await measure(
+        writeCase(pgEngine, session.server.url, session.token, session.users),
+        settings,
+      );
+      printServerOutput(session.server);
+      await session.close();
+      session = undefined;
+      anchors.push({ writes, pgbench: await measureAnchor(pgEngine, settings) });
+    } catch (err) {
+      failures.push(`writes: ${(err as Error).message}`);
+      say(`  writes: FAILED: ${(err as Error).message}`);
+    } finally {
+      await session?.close();
+    }
+  }
+
   const syncs: SyncFigures[] = [];
   if (options.cases.has("sync")) {
     section(
@@ -275,7 +311,6 @@ async function main(): Promise<number> {
   }
 
   const scaling: NodesFigures[] = [];
-  const pgEngine = engines.find((e) => e.name === "postgres");
   if (options.cases.has("nodes") && pgEngine) {
     section(
       `Nodes: reads and writes on 1 node, then on ${options.nodes} nodes of one PostgreSQL database (${settings.connections} connections in all)`,
@@ -373,7 +408,7 @@ async function main(): Promise<number> {
     }
   }
 
-  printSummary(baselines, readsOnly, figures, startups, syncs, scaling);
+  printSummary(baselines, readsOnly, figures, startups, syncs, scaling, anchors);
   if (postgis.length) {
     say("");
     say(postgisSummary(postgis));
@@ -647,6 +682,15 @@ async function measureDeliveries(engine: Engine, session: Session): Promise<Deli
   return results;
 }
 
+/** pgbench's transactions of updateUserRole's shape, on a scratch database of the same server. */
+async function measureAnchor(engine: Engine, settings: LoadSettings): Promise<PgbenchFigures> {
+  const figures = await measurePgbench(engine, settings);
+  say(
+    `  ${"pgbench, same shape".padEnd(34)} ${rate(figures.tps).padStart(7)} tx/s   mean ${ms(figures.latencyMs).padStart(7)}  (${figures.command})`,
+  );
+  return figures;
+}
+
 async function measure(c: LoadCase, settings: LoadSettings): Promise<LoadResult> {
   const r = await runLoad(c, settings);
   say(
@@ -673,6 +717,7 @@ function printSummary(
   startups: StartupFigures[],
   syncs: SyncFigures[],
   scaling: NodesFigures[],
+  anchors: AnchorFigures[],
 ) {
   section("Summary");
   const baseRps = baselines.length ? baselines.reduce((sum, b) => sum + b.rps, 0) / baselines.length : NaN;
@@ -816,6 +861,17 @@ function printSummary(
       ],
       ["sync: nothing changed", s.engine.name, seconds(s.unchanged.ms), "", ""],
     );
+  }
+  for (const a of anchors) {
+    const q = a.writes.rps / a.pgbench.tps;
+    const failed = a.writes.errors + a.writes.non2xx + a.writes.rejected > 0;
+    rows.push([
+      "updateUserRole / pgbench of the same shape",
+      "postgres",
+      `${ratio(q)} (${rate(a.writes.rps)} req/s, p99 ${ms(a.writes.p99)} vs ${rate(a.pgbench.tps)} tx/s)${failed ? "; FAILED ANSWERS" : ""}`,
+      `>= ${ratio(GOALS.pgbenchRatio)}`,
+      verdict(q >= GOALS.pgbenchRatio && !failed),
+    ]);
   }
   for (const n of scaling) {
     for (const kind of ["reads", "writes"] as const) {
