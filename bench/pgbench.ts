@@ -57,9 +57,7 @@ export function pgbenchBinary(): string {
     if (dir && fs.existsSync(candidate)) return candidate;
   }
   const root = "/usr/lib/postgresql";
-  const versions = fs.existsSync(root)
-    ? fs.readdirSync(root).sort((a, b) => Number(b) - Number(a))
-    : [];
+  const versions = fs.existsSync(root) ? fs.readdirSync(root).sort((a, b) => Number(b) - Number(a)) : [];
   for (const v of versions) {
     const candidate = path.join(root, v, "bin", "pgbench");
     if (fs.existsSync(candidate)) return candidate;

@@ -34,6 +34,8 @@ export interface ServerProcess {
   readyMs: number;
   /** Resident set size now and at its peak, in bytes; undefined where /proc is unavailable. */
   memory(): { rss: number; peak: number } | undefined;
+  /** CPU time the process has used so far (user + system), ms; undefined without /proc. */
+  cpuMs(): number | undefined;
   /** The last lines the process wrote (stdout and stderr together). */
   output(): string[];
   /** How the process ended ("exit code 134", "signal SIGKILL"), or undefined while it runs. */
@@ -118,6 +120,7 @@ export async function startServer(spec: ServerSpec): Promise<ServerProcess> {
     url,
     readyMs,
     memory: () => readMemory(pid),
+    cpuMs: () => readCpuMs(pid),
     output: () => (spec.stdoutFile === undefined ? [...lines] : [...lastLines(spec.stdoutFile), ...lines]),
     ended: () =>
       child.exitCode !== null
@@ -184,6 +187,18 @@ function probe(url: string): Promise<number> {
     req.on("timeout", () => req.destroy());
     req.on("error", () => resolve(0));
   });
+}
+
+/** utime + stime of /proc/<pid>/stat, in ms (clock ticks of 10 ms on Linux). */
+function readCpuMs(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // Fields after the command, which is in parentheses and may hold spaces.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return undefined;
+  }
 }
 
 function readMemory(pid: number): { rss: number; peak: number } | undefined {

@@ -278,11 +278,26 @@ async function main(): Promise<number> {
     );
     let session: Session | undefined;
     try {
-      session = await openSession(pgEngine, options, settings.connections);
-      const writes = await measure(
-        writeCase(pgEngine, session.server.url, session.token, session.users),
-        settings,
+      const cpuProfile = options.cpuProfileDir;
+      session = await openSession(
+        pgEngine,
+        options,
+        settings.connections,
+        cpuProfile ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfile}`] : [],
       );
+      const write = writeCase(pgEngine, session.server.url, session.token, session.users);
+      // The warm-up apart, so that the server's CPU time is read over the measured load alone.
+      await runLoad(write, { ...settings, durationS: settings.warmupS, warmupS: 0 });
+      const cpuBefore = session.server.cpuMs();
+      const writes = await measure(write, { ...settings, warmupS: 0 });
+      const cpuAfter = session.server.cpuMs();
+      if (cpuBefore !== undefined && cpuAfter !== undefined && writes.answers > 0) {
+        say(
+          `  portico's CPU per request: ${((cpuAfter - cpuBefore) / writes.answers).toFixed(3)} ms (${Math.round(
+            (100 * (cpuAfter - cpuBefore)) / (settings.durationS * 1000),
+          )}% of a core)`,
+        );
+      }
       printServerOutput(session.server);
       await session.close();
       session = undefined;
@@ -567,7 +582,12 @@ async function timeStartups(engine: Engine, starts: number): Promise<StartupFigu
   return figures;
 }
 
-async function openSession(engine: Engine, options: BenchOptions, connections: number): Promise<Session> {
+async function openSession(
+  engine: Engine,
+  options: BenchOptions,
+  connections: number,
+  nodeArgs: string[] = [],
+): Promise<Session> {
   const store = await createStore(engine);
   let server: ServerProcess | undefined;
   const close = async () => {
@@ -575,7 +595,7 @@ async function openSession(engine: Engine, options: BenchOptions, connections: n
     await store.destroy();
   };
   try {
-    server = await startPortico(engine, store);
+    server = await startPortico(engine, store, nodeArgs);
     const api = new PortalApi(server.url);
     const token = await api.signIn(ADMIN.username, ADMIN.password);
     const selfBody = await api.getText(READ_PATH, { token });

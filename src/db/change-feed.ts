@@ -2,6 +2,7 @@ import { sql } from "kysely";
 import pg from "pg";
 import type { Availability } from "./availability.js";
 import type { Queryable } from "./database.js";
+import { deferred } from "./pg-driver.js";
 
 /**
  * What in-memory caches may be holding that a change makes stale:
@@ -115,7 +116,8 @@ export class ChangeFeed {
   async announce(trx: Queryable, changes: readonly Change[]): Promise<void> {
     if (!this.connection) return;
     const payload = `${this.schema ?? ""}/${changes.join(",")}`;
-    await sql`SELECT pg_notify(${CHANNEL}, ${payload})`.execute(trx);
+    // Sent with the COMMIT (see pg-driver.ts).
+    await trx.executeQuery(deferred(sql`SELECT pg_notify(${CHANNEL}, ${payload})`.compile(trx)));
   }
 
   /** After a commit: drops what this process cached. */

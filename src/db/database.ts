@@ -1,11 +1,20 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, SqliteAdapter, type SqliteDatabase, SqliteDialect, sql, type Transaction } from "kysely";
+import {
+  type CompiledQuery,
+  Kysely,
+  SqliteAdapter,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+  type Transaction,
+} from "kysely";
 import pg from "pg";
 import type { PostgisSetting } from "../config.js";
 import { Availability, type AvailabilityChange, ReachabilityCheck } from "./availability.js";
 import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
+import { deferred } from "./pg-driver.js";
 import { type Postgis, preparePostgis } from "./postgis.js";
 import type { Database } from "./schema.js";
 import { schemaScopedPostgresDialect } from "./schema-introspector.js";
@@ -21,6 +30,16 @@ export interface TransactionOptions<T> {
    * when it depends on what the work found (the id of the user it changed).
    */
   changes?: readonly Change[] | ((result: T) => readonly Change[]);
+}
+
+/**
+ * Runs a write whose result nobody reads, inside a transaction: on PostgreSQL it is sent with the
+ * transaction's next statement or its COMMIT rather than on its own (see pg-driver.ts), so a
+ * failure surfaces there and fails the transaction. Use it for statements no caller catches the
+ * failure of (an event recorded); on SQLite, or outside a transaction, it runs at once.
+ */
+export async function later(q: Queryable, query: CompiledQuery): Promise<void> {
+  await q.executeQuery(q.isTransaction ? deferred(query) : query);
 }
 
 function changesOf<T>(options: TransactionOptions<T> | undefined, result: T): readonly Change[] {
@@ -360,7 +379,7 @@ async function openPostgres(
     await migrationPool.end();
     throw err;
   }
-  const kyselyOver = (p: pg.Pool) =>
+  const kyselyOver = (p: pg.Pool, batching: boolean) =>
     new Kysely<Database>({
       // The migrator looks for its tables through the dialect's introspection: in our schema only
       // (see SchemaIntrospector for what listing every schema risks).
@@ -377,10 +396,13 @@ async function openPostgres(
           },
         },
         current,
+        { batching },
       ),
     });
-  const kysely = kyselyOver(pool);
-  const writer = kyselyOver(migrationPool);
+  // Requests' transactions go through the batching driver (see pg-driver.ts); migrations, which
+  // gain nothing from it, through Kysely's own.
+  const kysely = kyselyOver(pool, true);
+  const writer = kyselyOver(migrationPool, false);
   return {
     engine: "postgres",
     schema: current,

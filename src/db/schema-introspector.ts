@@ -10,6 +10,7 @@ import {
   sql,
   type TableMetadata,
 } from "kysely";
+import { BatchingPostgresDriver } from "./pg-driver.js";
 
 /** Kysely's bookkeeping tables (`DEFAULT_MIGRATION_TABLE`, `DEFAULT_MIGRATION_LOCK_TABLE`). */
 const KYSELY_TABLES = ["kysely_migration", "kysely_migration_lock"];
@@ -93,10 +94,17 @@ export class SchemaIntrospector implements DatabaseIntrospector {
 }
 
 /** Kysely's PostgreSQL dialect, whose introspection (the migrator's) sees only `schema`. */
-export function schemaScopedPostgresDialect(config: PostgresDialectConfig, schema: string): Dialect {
+export function schemaScopedPostgresDialect(
+  config: PostgresDialectConfig,
+  schema: string,
+  options: { batching?: boolean } = {},
+): Dialect {
   const base = new PostgresDialect(config);
   return {
-    createDriver: () => base.createDriver(),
+    createDriver: () =>
+      options.batching
+        ? new BatchingPostgresDriver(config.pool as ConstructorParameters<typeof BatchingPostgresDriver>[0])
+        : base.createDriver(),
     createQueryCompiler: () => base.createQueryCompiler(),
     createAdapter: () => base.createAdapter(),
     createIntrospector: (db) => new SchemaIntrospector(db, schema),

@@ -1,6 +1,6 @@
 import type { Selectable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
-import type { Engine, Queryable } from "../db/database.js";
+import { type Engine, later, type Queryable } from "../db/database.js";
 import type { EventTable } from "../db/schema.js";
 import { newId } from "../ids.js";
 
@@ -37,27 +37,31 @@ export function triggerUri(event: Pick<ChangeEvent, "source" | "operation" | "ob
 
 /**
  * Records an event in the outbox. Call it with the transaction that makes the change, so that the
- * change and its event commit, or roll back, together.
+ * change and its event commit, or roll back, together. On PostgreSQL the row travels with the
+ * transaction's next statement or its COMMIT (`later`).
  */
 export async function recordEvent(
   trx: Queryable,
   event: ChangeEvent,
   when: number = Date.now(),
 ): Promise<void> {
-  await trx
-    .insertInto("events")
-    .values({
-      id: newId(),
-      occurred: when,
-      source: event.source,
-      operation: event.operation,
-      object_id: event.objectId,
-      actor_id: event.actor?.id ?? "",
-      actor_username: event.actor?.username ?? "",
-      properties: JSON.stringify(event.properties ?? {}),
-      uri: triggerUri(event),
-    })
-    .execute();
+  await later(
+    trx,
+    trx
+      .insertInto("events")
+      .values({
+        id: newId(),
+        occurred: when,
+        source: event.source,
+        operation: event.operation,
+        object_id: event.objectId,
+        actor_id: event.actor?.id ?? "",
+        actor_username: event.actor?.username ?? "",
+        properties: JSON.stringify(event.properties ?? {}),
+        uri: triggerUri(event),
+      })
+      .compile(),
+  );
   noteChange(trx, "events");
 }
 

@@ -25,14 +25,18 @@ export async function insertUser(q: Queryable, row: NewUserRow): Promise<UserRow
 }
 
 export async function updateUser(q: Queryable, id: string, patch: UserChanges): Promise<void> {
-  await q
+  await updateUserQuery(q, id, patch).execute();
+}
+
+/** `updateUser` as a query not yet run, for `later`. */
+export function updateUserQuery(q: Queryable, id: string, patch: UserChanges) {
+  return q
     .updateTable("users")
     .set({
       ...patch,
       ...(patch.username !== undefined ? { username_key: patch.username.toLowerCase() } : {}),
     })
-    .where("id", "=", id)
-    .execute();
+    .where("id", "=", id);
 }
 
 /** Memberships and owned content go with the user (foreign keys cascade). */

@@ -16,7 +16,7 @@ import { type LockoutPolicy, lockoutStatus } from "../auth/security-policy.js";
 import { clearSignInFailures, findSignInFailuresOf, recordPassword } from "../auth/sign-in.repository.js";
 import { deleteTokensOfUser } from "../auth/token.repository.js";
 import { FeedCache } from "../db/cache.js";
-import { type Db, isUniqueViolation } from "../db/database.js";
+import { type Db, isUniqueViolation, later } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
@@ -39,6 +39,7 @@ import {
   type USER_SORT_FIELDS,
   type UserRow,
   updateUser,
+  updateUserQuery,
 } from "./user.repository.js";
 
 export interface NewUser {
@@ -376,7 +377,15 @@ export class UserService {
         requireMayGrant(caller, resolved.privileges, "Assigning this role");
         if (resolved.role === row.role && resolved.roleId === row.role_id) return undefined;
         const now = Date.now();
-        await updateUser(trx, row.id, { role: resolved.role, role_id: resolved.roleId, modified: now });
+        // Nothing here catches its failure: it may travel with the next statement (`later`).
+        await later(
+          trx,
+          updateUserQuery(trx, row.id, {
+            role: resolved.role,
+            role_id: resolved.roleId,
+            modified: now,
+          }).compile(),
+        );
         if (isEnabledFullAdministrator(row)) {
           await this.ensureAnAdministratorRemains(trx, "change the role of the last administrator");
         }

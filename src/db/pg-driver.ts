@@ -1,0 +1,246 @@
+import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, TransactionSettings } from "kysely";
+import pg from "pg";
+
+/**
+ * Kysely's PostgreSQL driver, sending fewer messages. node-postgres waits for each statement's
+ * answer before it sends the next, so a transaction of a few statements costs a round trip per
+ * statement plus BEGIN and COMMIT, and each round trip is a system call on both sides. This
+ * driver saves two kinds of them, changing nothing of what the transaction does:
+ *
+ * - BEGIN is not sent on its own: it goes in front of the transaction's first statement, in one
+ *   simple-protocol message (`BEGIN; <statement>`; PostgreSQL keeps the block open past the
+ *   message). A transaction that sends nothing sends neither BEGIN nor COMMIT.
+ * - Statements marked `deferred` (writes whose answer nobody reads: an event recorded, the change
+ *   log's row) are not sent when executed but in front of the next statement, or of COMMIT, in the
+ *   same message. They still run in order, in the transaction; if one fails, the statements after
+ *   it in the message do not run and the error is the transaction's (it rolls back, as any failed
+ *   statement makes it do).
+ *
+ * Joining statements needs the simple protocol, which has no parameters: the values are written
+ * into the text as quoted literals, which PostgreSQL types from their context exactly as it types
+ * an untyped parameter. Only strings (without NUL), finite numbers, booleans and nulls are written
+ * so, in SQL whose every `$n` stands outside quotes and comments; any other statement is sent on its
+ * own, as Kysely's driver would, after what is pending.
+ */
+export class BatchingPostgresDriver implements Driver {
+  private readonly connections = new WeakMap<pg.PoolClient, BatchingConnection>();
+
+  constructor(private readonly pool: { connect(): Promise<pg.PoolClient>; end(): Promise<void> }) {}
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const client = await this.pool.connect();
+    let connection = this.connections.get(client);
+    if (!connection) {
+      connection = new BatchingConnection(client);
+      this.connections.set(client, connection);
+    }
+    return connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    const c = connection as BatchingConnection;
+    let begin = "BEGIN";
+    if (settings.isolationLevel) begin += ` ISOLATION LEVEL ${settings.isolationLevel.toUpperCase()}`;
+    if (settings.accessMode) begin += ` ${settings.accessMode.toUpperCase()}`;
+    c.begin(begin);
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as BatchingConnection).end("COMMIT");
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await (connection as BatchingConnection).end("ROLLBACK");
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await (connection as BatchingConnection).run(`SAVEPOINT ${identifier(name)}`);
+  }
+
+  async rollbackToSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await (connection as BatchingConnection).run(`ROLLBACK TO SAVEPOINT ${identifier(name)}`);
+  }
+
+  async releaseSavepoint(connection: DatabaseConnection, name: string): Promise<void> {
+    await (connection as BatchingConnection).run(`RELEASE SAVEPOINT ${identifier(name)}`);
+  }
+
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    (connection as BatchingConnection).release();
+  }
+
+  async destroy(): Promise<void> {
+    await this.pool.end();
+  }
+}
+
+/** Statements a caller marked as deferrable (see `deferred`). */
+const deferrable = new WeakSet<CompiledQuery>();
+
+/**
+ * Marks `query` so that, executed inside a transaction on PostgreSQL, it travels with the next
+ * statement or the COMMIT instead of costing a round trip of its own. Its result is empty; a
+ * failure surfaces from the next statement or the commit. Other drivers run it at once.
+ */
+export function deferred(query: CompiledQuery): CompiledQuery {
+  deferrable.add(query);
+  return query;
+}
+
+function identifier(name: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`invalid savepoint name: ${name}`);
+  return name;
+}
+
+class BatchingConnection implements DatabaseConnection {
+  /** BEGIN not yet sent, if the transaction has sent nothing yet. */
+  private pendingBegin: string | undefined;
+  private inTransaction = false;
+  /** Deferred statements, their values written in. */
+  private pending: string[] = [];
+
+  constructor(private readonly client: pg.PoolClient) {}
+
+  begin(statement: string): void {
+    this.pendingBegin = statement;
+    this.inTransaction = true;
+    this.pending = [];
+  }
+
+  /** COMMIT or ROLLBACK, with what is pending in front of a COMMIT. */
+  async end(statement: "COMMIT" | "ROLLBACK"): Promise<void> {
+    const begun = this.pendingBegin === undefined;
+    const pending = statement === "COMMIT" ? this.pending : [];
+    this.pendingBegin = statement === "COMMIT" ? this.pendingBegin : undefined;
+    this.pending = [];
+    this.inTransaction = false;
+    // Nothing was ever sent: there is no transaction on the server to end.
+    if (!begun && pending.length === 0) {
+      this.pendingBegin = undefined;
+      return;
+    }
+    const head = this.pendingBegin ? [this.pendingBegin] : [];
+    this.pendingBegin = undefined;
+    await this.client.query([...head, ...pending, statement].join("; "));
+  }
+
+  release(): void {
+    this.pendingBegin = undefined;
+    this.pending = [];
+    this.inTransaction = false;
+    this.client.release();
+  }
+
+  /** A statement without parameters, after what is pending. */
+  async run(text: string): Promise<void> {
+    await this.send(text, []);
+  }
+
+  async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.inTransaction && deferrable.has(compiled)) {
+      const inlined = inline(compiled.sql, compiled.parameters);
+      if (inlined !== undefined) {
+        this.pending.push(inlined);
+        return { rows: [] };
+      }
+    }
+    return this.send(compiled.sql, compiled.parameters);
+  }
+
+  streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    // As Kysely's driver does without a cursor configured.
+    throw new Error("streaming is not configured for PostgreSQL");
+  }
+
+  private async send<R>(text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
+    const head = [...(this.pendingBegin ? [this.pendingBegin] : []), ...this.pending];
+    this.pendingBegin = undefined;
+    this.pending = [];
+    if (head.length > 0) {
+      const inlined = inline(text, parameters);
+      if (inlined !== undefined) {
+        const results = (await this.client.query([...head, inlined].join("; "))) as unknown as
+          | pg.QueryResult
+          | pg.QueryResult[];
+        return toQueryResult(
+          Array.isArray(results) ? (results[results.length - 1] as pg.QueryResult) : results,
+        );
+      }
+      await this.client.query(head.join("; "));
+    }
+    return toQueryResult(await this.client.query(text, [...parameters]));
+  }
+}
+
+function toQueryResult<R>(result: pg.QueryResult): QueryResult<R> {
+  const { command, rowCount, rows } = result;
+  return {
+    numAffectedRows:
+      command === "INSERT" || command === "UPDATE" || command === "DELETE" || command === "MERGE"
+        ? BigInt(rowCount ?? 0)
+        : undefined,
+    rows: (rows ?? []) as R[],
+  };
+}
+
+/** A value as an SQL literal, or undefined when it is not one of the kinds written so. */
+function literal(value: unknown): string | undefined {
+  if (value === null || value === undefined) return "NULL";
+  if (typeof value === "string") return value.includes("\0") ? undefined : pg.escapeLiteral(value);
+  if (typeof value === "number") return Number.isFinite(value) ? `'${value}'` : undefined;
+  if (typeof value === "bigint") return `'${value}'`;
+  if (typeof value === "boolean") return value ? "'true'" : "'false'";
+  return undefined;
+}
+
+/**
+ * `sql` with each `$n` replaced by the literal of `parameters[n - 1]`; undefined when a value has
+ * no literal or the text has anything this scan does not follow (escape strings, dollar quoting,
+ * comments), where a `$n` could stand inside quotes.
+ */
+export function inline(sql: string, parameters: readonly unknown[]): string | undefined {
+  if (sql.includes("\0")) return undefined;
+  let out = "";
+  let i = 0;
+  while (i < sql.length) {
+    const c = sql[i] as string;
+    if (c === "'" || c === '"') {
+      // An E'...' string may escape its quote with a backslash: not followed here.
+      if (c === "'" && i > 0 && /[eE]/.test(sql[i - 1] as string) && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? " "))
+        return undefined;
+      let j = i + 1;
+      for (;;) {
+        if (j >= sql.length) return undefined;
+        if (sql[j] === c) {
+          if (sql[j + 1] === c) {
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        j++;
+      }
+      out += sql.slice(i, j + 1);
+      i = j + 1;
+      continue;
+    }
+    if ((c === "-" && sql[i + 1] === "-") || (c === "/" && sql[i + 1] === "*")) return undefined;
+    if (c === "$") {
+      const match = /^\$(\d+)/.exec(sql.slice(i, i + 12));
+      if (!match) return undefined;
+      const index = Number(match[1]) - 1;
+      if (index < 0 || index >= parameters.length) return undefined;
+      const text = literal(parameters[index]);
+      if (text === undefined) return undefined;
+      // A space on each side, so that `x=$1` cannot become `x='...'` glued to an operator.
+      out += ` ${text} `;
+      i += match[0].length;
+      continue;
+    }
+    out += c;
+    i++;
+  }
+  return out;
+}
