@@ -373,6 +373,7 @@ async function openPostgres(
       connection: pgConnection(url, undefined),
       schema: current,
       availability,
+      notify: (text, values) => pool.query(text, values),
     });
   } catch (err) {
     await pool.end();
@@ -419,10 +420,11 @@ async function openPostgres(
       const result = await kysely.transaction().execute(async (trx) => {
         const value = await work(trx);
         changes = [...changesOf(options, value), ...takeNotedChanges(trx)];
-        if (changes.length > 0) await feed.announce(trx, changes);
+        if (changes.length > 0) await feed.record(trx, changes);
         return value;
       });
       feed.publish(changes);
+      if (changes.length > 0) feed.wake();
       return result;
     },
     async close() {

@@ -20,6 +20,7 @@ import * as m0015 from "./migrations/0015-item-resources.js";
 import * as m0016 from "./migrations/0016-oauth.js";
 import * as m0017 from "./migrations/0017-export-jobs.js";
 import * as m0019 from "./migrations/0019-notification-quotas.js";
+import * as m0020 from "./migrations/0020-change-log.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -45,6 +46,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0016-oauth": m0016,
   "0017-export-jobs": m0017,
   "0019-notification-quotas": m0019,
+  "0020-change-log": m0020,
 };
 
 /** Every migration this version knows, in order. */
