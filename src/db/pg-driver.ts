@@ -1,5 +1,5 @@
 import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, TransactionSettings } from "kysely";
-import pg from "pg";
+import type pg from "pg";
 
 /**
  * Kysely's PostgreSQL driver, sending fewer messages. node-postgres waits for each statement's
@@ -18,9 +18,11 @@ import pg from "pg";
  *
  * Joining statements needs the simple protocol, which has no parameters: the values are written
  * into the text as quoted literals, which PostgreSQL types from their context exactly as it types
- * an untyped parameter. Only strings (without NUL), finite numbers, booleans and nulls are written
- * so, in SQL whose every `$n` stands outside quotes and comments; any other statement is sent on its
- * own, as Kysely's driver would, after what is pending.
+ * an untyped parameter. Only values are written so, never identifiers (those are Kysely's, from
+ * code). Strings are `E'...'` literals with backslashes and quotes doubled, whatever the server's
+ * `standard_conforming_strings`; only strings (without NUL), finite numbers, bigints, booleans and
+ * nulls are written so, in SQL whose every `$n` stands outside quotes and comments; any other
+ * statement is sent on its own, as Kysely's driver would, after what is pending.
  */
 export class BatchingPostgresDriver implements Driver {
   private readonly connections = new WeakMap<pg.PoolClient, BatchingConnection>();
@@ -185,10 +187,22 @@ function toQueryResult<R>(result: pg.QueryResult): QueryResult<R> {
   };
 }
 
+/**
+ * A string as an escape-string literal, `E'...'`, with every backslash and quote doubled. Its
+ * meaning does not depend on `standard_conforming_strings` (a plain `'...'` reads backslashes as
+ * escapes when that setting is off, which would let a value end its own literal), nor on
+ * node-postgres's `escapeLiteral`. The connection's client encoding is UTF8 (node-postgres sets
+ * it), so no multi-byte character can hide a quote or a backslash.
+ */
+export function escapeStringLiteral(value: string): string {
+  return `E'${value.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
+}
+
 /** A value as an SQL literal, or undefined when it is not one of the kinds written so. */
 function literal(value: unknown): string | undefined {
   if (value === null || value === undefined) return "NULL";
-  if (typeof value === "string") return value.includes("\0") ? undefined : pg.escapeLiteral(value);
+  if (typeof value === "string") return value.includes("\0") ? undefined : escapeStringLiteral(value);
+  // Finite numbers only, written by JavaScript itself (digits, `.`, `-`, `e`, `+`): never NaN or Infinity.
   if (typeof value === "number") return Number.isFinite(value) ? `'${value}'` : undefined;
   if (typeof value === "bigint") return `'${value}'`;
   if (typeof value === "boolean") return value ? "'true'" : "'false'";
@@ -228,7 +242,9 @@ export function inline(sql: string, parameters: readonly unknown[]): string | un
     }
     if ((c === "-" && sql[i + 1] === "-") || (c === "/" && sql[i + 1] === "*")) return undefined;
     if (c === "$") {
-      const match = /^\$(\d+)/.exec(sql.slice(i, i + 12));
+      // `a$1` is an identifier, not a parameter: refused rather than guessed.
+      if (i > 0 && /[A-Za-z0-9_]/.test(sql[i - 1] as string)) return undefined;
+      const match = /^\$(\d+)(?![A-Za-z0-9_$])/.exec(sql.slice(i, i + 12));
       if (!match) return undefined;
       const index = Number(match[1]) - 1;
       if (index < 0 || index >= parameters.length) return undefined;
