@@ -275,12 +275,13 @@ export class ChangeFeed {
         "SELECT setting::int AS ms FROM pg_settings WHERE name = 'idle_session_timeout'",
       );
       idleLimitMs = rows[0]?.ms ?? 0;
-      await client.query(`LISTEN ${CHANNEL}`);
-      // From here on, every commit that is not in this snapshot is read from the log.
-      const snapshot = await client.query<{ snapshot: string }>(
-        "SELECT pg_current_snapshot()::text AS snapshot",
-      );
-      this.snapshot = snapshot.rows[0]?.snapshot ?? "";
+      // From here on, every commit that is not in this snapshot is read from the log. One text
+      // starting with LISTEN, as every later read: pg_stat_activity shows what the connection is
+      // for from its first moment.
+      const started = (await client.query(
+        `LISTEN ${CHANNEL}; SELECT pg_current_snapshot()::text AS snapshot`,
+      )) as unknown as pg.QueryResult<{ snapshot: string }>[];
+      this.snapshot = started[started.length - 1]?.rows[0]?.snapshot ?? "";
       this.lastRead = Date.now();
     } catch (err) {
       await client.end().catch(() => {});
