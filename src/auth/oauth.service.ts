@@ -1,5 +1,5 @@
 import { timingSafeEqual } from "node:crypto";
-import type { Db } from "../db/database.js";
+import type { Db, Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import {
   type AuthService,
@@ -31,6 +31,27 @@ import {
 } from "./oauth-rules.js";
 import { insertToken } from "./token.repository.js";
 import type { Presenter } from "./token-binding.js";
+
+/**
+ * Stores a token made through OAuth (only its hash), for a user and the app it was made for; such
+ * tokens are bound to no referer.
+ */
+function storeToken(
+  q: Queryable,
+  token: string,
+  grant: { userId: string; clientId: string; now: number; expires: number },
+  client: string = OAUTH_CLIENT,
+): Promise<void> {
+  return insertToken(q, {
+    token_hash: hashToken(token),
+    user_id: grant.userId,
+    created: grant.now,
+    expires: grant.expires,
+    client,
+    referer: "",
+    client_id: grant.clientId,
+  });
+}
 
 /** An authorization code lives this long (RFC 6749 §4.1.2 recommends at most 10 minutes). */
 const CODE_MINUTES = 5;
@@ -136,15 +157,12 @@ export class OAuthService {
     return this.auth.signIn(signIn, async (trx, user, now, org) => {
       const sessionToken = newSecret();
       const sessionMinutes = Math.min(SESSION_MINUTES, org.maxTokenMinutes);
-      await insertToken(trx, {
-        token_hash: hashToken(sessionToken),
-        user_id: user.id,
-        created: now,
-        expires: now + sessionMinutes * 60_000,
-        client: SESSION_CLIENT,
-        referer: "",
-        client_id: request.clientId,
-      });
+      await storeToken(
+        trx,
+        sessionToken,
+        { userId: user.id, clientId: request.clientId, now, expires: now + sessionMinutes * 60_000 },
+        SESSION_CLIENT,
+      );
       const session = { token: sessionToken, maxAgeSeconds: sessionMinutes * 60 };
       if (request.responseType === "code") {
         const code = newSecret();
@@ -163,14 +181,11 @@ export class OAuthService {
       }
       const minutes = tokenMinutes(request.expiration ?? IMPLICIT_MINUTES, org.maxTokenMinutes);
       const token = newSecret();
-      await insertToken(trx, {
-        token_hash: hashToken(token),
-        user_id: user.id,
-        created: now,
+      await storeToken(trx, token, {
+        userId: user.id,
+        clientId: request.clientId,
+        now,
         expires: now + minutes * 60_000,
-        client: OAUTH_CLIENT,
-        referer: "",
-        client_id: request.clientId,
       });
       return {
         answer: { access_token: token, expires_in: minutes * 60, username: user.username, ssl: org.allSSL },
@@ -261,14 +276,11 @@ export class OAuthService {
     const accessMinutes = Math.min(ACCESS_MINUTES, org.maxTokenMinutes);
     const refreshMinutes = Math.min(row.refresh_minutes, org.maxTokenMinutes);
     await this.db.transaction(async (trx) => {
-      await insertToken(trx, {
-        token_hash: hashToken(access),
-        user_id: user.id,
-        created: now,
+      await storeToken(trx, access, {
+        userId: user.id,
+        clientId: app.client_id,
+        now,
         expires: now + accessMinutes * 60_000,
-        client: OAUTH_CLIENT,
-        referer: "",
-        client_id: app.client_id,
       });
       await insertRefreshToken(trx, {
         token_hash: hashToken(refresh),
@@ -320,14 +332,11 @@ export class OAuthService {
       if (refresh !== undefined && (await deleteRefreshToken(trx, hash)) === 0) {
         throw errors.oauth("invalid_grant", "Invalid refresh_token.");
       }
-      await insertToken(trx, {
-        token_hash: hashToken(access),
-        user_id: row.user_id,
-        created: now,
+      await storeToken(trx, access, {
+        userId: row.user_id,
+        clientId: app.client_id,
+        now,
         expires: now + accessMinutes * 60_000,
-        client: OAUTH_CLIENT,
-        referer: "",
-        client_id: app.client_id,
       });
       if (refresh !== undefined) {
         await insertRefreshToken(trx, {
@@ -386,14 +395,11 @@ export class OAuthService {
     const expires = Math.min(session.expires, now + org.maxTokenMinutes * 60_000);
     const issued = newSecret();
     await this.db.transaction((trx) =>
-      insertToken(trx, {
-        token_hash: hashToken(issued),
-        user_id: session.caller.userId,
-        created: now,
-        expires,
-        client: OAUTH_CLIENT,
-        referer: "",
-        client_id: app.client_id,
+      storeToken(trx, issued, {
+        userId: session.caller.userId,
+        clientId: app.client_id,
+        now,
+        expires: expires,
       }),
     );
     return { token: issued, expires, ssl: org.allSSL };
@@ -446,14 +452,11 @@ export class OAuthService {
     const token = newSecret();
     const now = Date.now();
     await this.db.transaction((trx) =>
-      insertToken(trx, {
-        token_hash: hashToken(token),
-        user_id: session.caller.userId,
-        created: now,
+      storeToken(trx, token, {
+        userId: session.caller.userId,
+        clientId: app.client_id,
+        now,
         expires: now + minutes * 60_000,
-        client: OAUTH_CLIENT,
-        referer: "",
-        client_id: app.client_id,
       }),
     );
     return { username: session.caller.username, token, expires_in: minutes * 60 };
