@@ -117,14 +117,21 @@ export async function offerFingerprint(q: Queryable, groupId: string): Promise<s
   return `${row?.n ?? 0}:${row?.newest ?? 0}:${row?.total ?? 0}`;
 }
 
-/** What must move from an offer to a receiver holding `held`. */
+/**
+ * What must move from an offer to a receiver holding `held`: items new or changed, copies whose
+ * origin left the offer, and `withdrawn` copies (left earlier, still not offered) whose origin the
+ * receiver must still hear about if it is deleted, so that the delete policy reaches them too.
+ */
 export function difference(entries: readonly OfferEntry[], held: Holdings) {
   const offered = new Set(entries.map((e) => e.id));
   const changed = entries.filter((e) => held[e.id] !== e.version);
-  const gone = Object.entries(held)
-    .filter(([id, version]) => version !== -1 && !offered.has(id))
-    .map(([id]) => id);
-  return { changed, gone };
+  const gone: string[] = [];
+  const withdrawn: string[] = [];
+  for (const [id, version] of Object.entries(held)) {
+    if (offered.has(id)) continue;
+    (version === -1 ? withdrawn : gone).push(id);
+  }
+  return { changed, gone, withdrawn };
 }
 
 /** Packages `ids` as they are now in the linked group. */
@@ -324,8 +331,10 @@ async function applyOne(
 }
 
 /**
- * Withdraws copies whose origin item left the workspace: each leaves the linked group, and is
- * deleted when the origin was deleted and the contributor's delete policy says its items go with it.
+ * Withdraws copies whose origin item left the workspace: each leaves the linked group. When the
+ * origin was deleted (now, or after an unshare had already withdrawn the copy), the copy is
+ * deleted if the contributor's delete policy says its items go with it and it is not protected,
+ * and released otherwise: its origin is gone for good, so it is no longer a copy of anything.
  */
 export async function withdrawItems(
   db: Db,
@@ -346,14 +355,15 @@ export async function withdrawItems(
             return { id, title, ok: true, action: "withdrawn" as const };
           }
           const actor = { id: item.owner_id, username: item.owner };
-          if (state === "deleted" && deleteContributed) {
+          if (state === "deleted" && deleteContributed && item.protected !== 1) {
             await deleteItem(trx, item.id, dropServiceStorage);
             await deleteCopy(trx, key);
             await recordEvent(trx, { source: "item", operation: "delete", objectId: item.id, actor });
             return { id, title, ok: true, action: "deleted" as const };
           }
           await unshareFrom(trx, item.id, item.type, target.groupId, actor);
-          await markWithdrawn(trx, key);
+          if (state === "deleted") await deleteCopy(trx, key);
+          else await markWithdrawn(trx, key);
           return { id, title, ok: true, action: "withdrawn" as const };
         });
       } catch (err) {

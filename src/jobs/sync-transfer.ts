@@ -65,7 +65,7 @@ export async function receive(ctx: SyncContext): Promise<TaskResult> {
       workspaceId: ctx.workspaceId,
     });
     const held = await heldVersions(ctx.db.kysely, ctx.workspaceId, ctx.host.portal_id);
-    const { changed, gone } = difference(entries, held);
+    const { changed, gone, withdrawn } = difference(entries, held);
     const target = {
       workspaceId: ctx.workspaceId,
       originPortalId: ctx.host.portal_id,
@@ -95,6 +95,18 @@ export async function receive(ctx: SyncContext): Promise<TaskResult> {
     };
     await moveInBatches(task, ctx, changed, fetchAndApply);
     await withdrawInBatches(task, ctx, gone, fetchAndApply);
+    // Copies withdrawn earlier: only an origin deleted since changes them (the delete policy).
+    // An origin still there (unshared, or shared again: offered at the next sync) is left alone.
+    await withdrawInBatches(task, ctx, withdrawn, async (ids) => {
+      const { items } = await ctx.ask<{ items: unknown[] }>("export", { workspaceId: ctx.workspaceId, ids });
+      const asked = new Set(ids);
+      const deleted = items.flatMap((e) => {
+        const entry = e as { id?: unknown; state?: unknown };
+        if (entry.state !== "deleted" || typeof entry.id !== "string" || !asked.delete(entry.id)) return [];
+        return [{ id: entry.id, state: "deleted" as const }];
+      });
+      return withdrawItems(ctx.db, target, deleted, deleteContributed);
+    });
   } catch (err) {
     failTask(task, err);
   }
@@ -109,7 +121,7 @@ export async function send(ctx: SyncContext): Promise<TaskResult> {
     const { holdings: held } = await ctx.ask<{ holdings: Holdings }>("holdings", {
       workspaceId: ctx.workspaceId,
     });
-    const { changed, gone } = difference(entries, held);
+    const { changed, gone, withdrawn } = difference(entries, held);
     await moveInBatches(task, ctx, changed, async (ids) => {
       const exports = await exportItems(ctx.db.kysely, ctx.groupId, ids);
       const present = exports.flatMap((e) => (e.state === "present" ? [e.item] : []));
@@ -140,6 +152,17 @@ export async function send(ctx: SyncContext): Promise<TaskResult> {
       const r = await ctx.ask<{ results: ItemResult[] }>("withdraw", {
         workspaceId: ctx.workspaceId,
         gone: states,
+      });
+      return r.results;
+    });
+    // Copies the host withdrew earlier: it hears of those whose origin was deleted here since.
+    const deleted = (await exportItems(ctx.db.kysely, ctx.groupId, withdrawn)).flatMap((e) =>
+      e.state === "deleted" ? [e.id] : [],
+    );
+    await withdrawInBatches(task, ctx, deleted, async (ids) => {
+      const r = await ctx.ask<{ results: ItemResult[] }>("withdraw", {
+        workspaceId: ctx.workspaceId,
+        gone: ids.map((id) => ({ id, state: "deleted" as const })),
       });
       return r.results;
     });
