@@ -3,6 +3,7 @@ import { OAuthService } from "./auth/oauth.service.js";
 import { type HashingLimits, PasswordHasher, type ScryptCost } from "./auth/password.js";
 import { CollaborationService } from "./collaboration/collaboration.service.js";
 import { InvitationService } from "./collaboration/invitation.service.js";
+import { KeyService } from "./collaboration/key.service.js";
 import type { PortalKeys } from "./collaboration/peer.js";
 import { PeerEndpoint } from "./collaboration/peer-endpoint.js";
 import { SyncService } from "./collaboration/sync.service.js";
@@ -66,6 +67,7 @@ export interface Services {
   workspaces: WorkspaceService;
   sync: SyncService;
   peerEndpoint: PeerEndpoint;
+  collaborationKeys: KeyService;
 }
 
 export interface ServiceOptions {
@@ -153,8 +155,10 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     collaborationInvitations: new InvitationService(db, portal, keys, options.portalUrl),
     workspaces: new WorkspaceService(db, portal, notifier),
     sync: new SyncService(db, runner),
+    collaborationKeys: new KeyService(db, portal, keys, notifier),
     peerEndpoint: new PeerEndpoint({
       db,
+      keys,
       selfId: async () => (await portal.get()).id,
       syncs: runner,
       onError: options.onError,

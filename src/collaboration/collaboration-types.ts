@@ -1,4 +1,5 @@
-import type { AccessMode, SyncJobTable } from "../db/schema.js";
+import type { Queryable } from "../db/database.js";
+import type { AccessMode, ParticipantTable, SyncJobTable } from "../db/schema.js";
 
 /**
  * The shapes distributed collaboration (`wire.md` §8) works with, shared by its services, its
@@ -68,19 +69,24 @@ export interface HostState {
   }[];
 }
 
+/** Whom a notice goes to: a participant as this portal knows it when the notice is queued. */
+export type NoticeRecipient = Pick<ParticipantTable, "portal_id" | "portal_url" | "public_key">;
+
 /**
- * Tells another portal of a collaboration about a change that ends replication there, or that
- * there is something to sync. Best effort: failures are only logged, and the other portal learns
- * the same on its next sync.
+ * Tells another portal of a collaboration about a change that ends replication there, that there
+ * is something to sync, or that this portal's key changed. The notice is queued in `trx`, the
+ * transaction of the change that causes it, and delivered at least once, with retries, whether or
+ * not the other portal is up now (`src/jobs/peer-notifier.ts`).
  */
 export interface Notifier {
   tell(
-    portalUrl: string,
+    trx: Queryable,
+    to: NoticeRecipient,
     collaborationId: string,
-    to: string,
     op: string,
     body: Record<string, unknown>,
-  ): void;
+    options?: { signWith?: string },
+  ): Promise<void>;
 }
 
 /** Starts syncs: what the sync service and the peer endpoint need of the sync runner. */

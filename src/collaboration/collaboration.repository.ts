@@ -83,9 +83,27 @@ function participantRow(p: NewParticipant, now: number): ParticipantTable {
     delete_contributed: 0,
     delete_received: 0,
     status: p.status,
+    retired_keys: "[]",
     created: now,
     modified: now,
   };
+}
+
+/** A participant's current key and the keys it retired (`peer.ts`, `RetiredKey`). */
+export async function setParticipantKeys(
+  q: Queryable,
+  collaborationId: string,
+  portalId: string,
+  publicKey: string,
+  retired: readonly object[],
+  now: number,
+): Promise<void> {
+  await q
+    .updateTable("collaboration_participants")
+    .set({ public_key: publicKey, retired_keys: JSON.stringify(retired), modified: now })
+    .where("collaboration_id", "=", collaborationId)
+    .where("portal_id", "=", portalId)
+    .execute();
 }
 
 export async function insertParticipants(

@@ -159,12 +159,11 @@ export class CollaborationService {
       "Only the collaboration host deletes the collaboration; a guest leaves with removeParticipation.",
     );
     const selfId = await this.selfId();
-    const guests = await this.db.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       const guests = await listGuests(trx, collaborationId);
       await dropCollaboration(trx, selfId, collaborationId);
-      return guests;
+      for (const g of guests) await this.notifier.tell(trx, g, collaborationId, "ended", {});
     });
-    for (const g of guests) this.notifier.tell(g.portal_url, collaborationId, g.portal_id, "ended", {});
   }
 
   /** Guest: leaves the collaboration; replication stops at once. */
@@ -173,12 +172,11 @@ export class CollaborationService {
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "guest", "The host cannot leave its own collaboration; delete it instead.");
     const selfId = await this.selfId();
-    const host = await this.db.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       const host = await findHost(trx, collaborationId);
       await dropCollaboration(trx, selfId, collaborationId);
-      return host;
+      await this.notifier.tell(trx, host, collaborationId, "left", {});
     });
-    this.notifier.tell(host.portal_url, collaborationId, host.portal_id, "left", {});
   }
 
   async participants(caller: Caller | null, collaborationId: string) {
@@ -265,14 +263,13 @@ export class CollaborationService {
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host removes participants.");
     const selfId = await this.selfId();
-    const guest = await this.db.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       const guest = await mustFindParticipant(trx, collaborationId, portalId);
       if (guest.role === "host")
         throw errors.invalidParameter("participantId", "is the host; delete the collaboration instead");
       await dropGuest(trx, selfId, collaborationId, guest);
-      return guest;
+      await this.notifier.tell(trx, guest, collaborationId, "ended", {});
     });
-    this.notifier.tell(guest.portal_url, collaborationId, guest.portal_id, "ended", {});
   }
 
   private async assertUniqueName(q: Queryable, name: string) {

@@ -1,22 +1,38 @@
-import type { Db } from "../db/database.js";
+import type { Db, Queryable } from "../db/database.js";
+import type { ParticipantTable } from "../db/schema.js";
 import { errors } from "../errors.js";
 import {
   findCollaboration,
   findParticipant,
   isParticipant,
+  setParticipantKeys,
   wasAccepted,
 } from "./collaboration.repository.js";
 import { receives, type SyncStarter, sends } from "./collaboration-types.js";
 import { heldVersions } from "./copy.repository.js";
 import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
 import { hostState } from "./host-state.js";
-import { type PeerEnvelope, peerRefusal, SIGNATURE_MISMATCH } from "./peer.js";
+import { rekeyProof } from "./key.service.js";
+import {
+  ANSWER_SIGNATURE_HEADER,
+  answerDocument,
+  type PeerEnvelope,
+  type PortalKeys,
+  peerRefusal,
+  RETIRED_KEY_GRACE_MS,
+  type RetiredKey,
+  retiredKeysOf,
+  SIGNATURE_MISMATCH,
+} from "./peer.js";
 import { admitApply, itemLimits, MB, requestProblem } from "./peer-messages.js";
 import { applyItems, exportItems, offer, withdrawItems } from "./replication.js";
+import { fingerprint, signDocument, verifyDocument } from "./signing.js";
 import { findLink, findWorkspace, modesOf, workspaceConfig } from "./workspace.repository.js";
 
 export interface PeerEndpointOptions {
   db: Db;
+  /** This portal's signing key: every answer is signed with it. */
+  keys: Pick<PortalKeys, "get">;
   /** This portal's organization id: whom calls must be addressed to. */
   selfId: () => Promise<string>;
   /** Starts the sync a host's `nudge` asks for. */
@@ -42,12 +58,14 @@ export interface PeerEndpointOptions {
  */
 export class PeerEndpoint {
   private readonly db: Db;
+  private readonly keys: PeerEndpointOptions["keys"];
   private readonly selfId: () => Promise<string>;
   private readonly syncs: PeerEndpointOptions["syncs"];
   private readonly onError: PeerEndpointOptions["onError"];
 
   constructor(options: PeerEndpointOptions) {
     this.db = options.db;
+    this.keys = options.keys;
     this.selfId = options.selfId;
     this.syncs = options.syncs;
     this.onError = options.onError;
@@ -60,6 +78,20 @@ export class PeerEndpoint {
   async knowsPeer(collaborationId: string, portalId: string): Promise<boolean> {
     if (portalId === (await this.selfId())) return false;
     return isParticipant(this.db.kysely, collaborationId, portalId);
+  }
+
+  /**
+   * The signature header of an answer (`answerDocument`), whatever it says, refusals included:
+   * the caller believes nothing unsigned. A body that was not a call (unreadable, no envelope) is
+   * answered unsigned, and its sender refuses the answer.
+   */
+  async answerHeaders(body: unknown, status: number, payload: string): Promise<Record<string, string>> {
+    const call = body as { envelope?: unknown; signature?: unknown } | undefined;
+    if (typeof call !== "object" || call === null || typeof call.envelope !== "object" || !call.envelope)
+      return {};
+    const { privateKey } = await this.keys.get();
+    const document = answerDocument({ envelope: call.envelope, signature: call.signature }, status, payload);
+    return { [ANSWER_SIGNATURE_HEADER]: signDocument(document, privateKey) };
   }
 
   /** Answers a signed call from another portal of a collaboration. */
@@ -94,7 +126,7 @@ export class PeerEndpoint {
         "the caller is not a participant of the collaboration (or its response is not imported yet)",
       );
     }
-    const refusal = await peerRefusal(this.db, envelope, signature, from.public_key, selfId);
+    const refusal = await peerRefusal(this.db, envelope, signature, from, selfId);
     if (refusal === SIGNATURE_MISMATCH) throw refuse(refusal);
     if (refusal) throw errors.peerCallRefusedBecause(refusal);
     const body = envelope.body ?? {};
@@ -102,6 +134,16 @@ export class PeerEndpoint {
     if (malformed) throw errors.invalidParameter("envelope", `has a body that ${malformed}`);
     const workspaceId = typeof body.workspaceId === "string" ? body.workspaceId : "";
     const cid = envelope.collaborationId;
+
+    // What either side tells the other of its own key.
+    if (envelope.op === "rekey" || envelope.op === "revoke") {
+      await this.db.transaction((trx) =>
+        envelope.op === "rekey"
+          ? takeNewKey(trx, cid, from, body as { publicKey: string; proof: string; revokePrevious: boolean })
+          : takeRevocation(trx, cid, from, String(body.fingerprint)),
+      );
+      return { success: true };
+    }
 
     if (collab.role === "guest") {
       // What a host tells its guest.
@@ -175,4 +217,51 @@ export class PeerEndpoint {
         throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a host answers`);
     }
   }
+}
+
+/**
+ * A participant's `rekey`: its call was verified with a key this portal holds for it, and the new
+ * key proves itself by signing `rekeyProof`. The key it replaces stays accepted for an hour
+ * (calls already signed with it), or never again when the participant revoked it.
+ */
+async function takeNewKey(
+  trx: Queryable,
+  collaborationId: string,
+  from: ParticipantTable,
+  body: { publicKey: string; proof: string; revokePrevious: boolean },
+) {
+  const now = Date.now();
+  const retired = retiredKeysOf(from);
+  const print = fingerprint(body.publicKey);
+  if (body.publicKey === from.public_key) return; // delivered again: already taken
+  if (retired.some((k) => k.fingerprint === print))
+    throw errors.invalidParameter("envelope", "has a body whose publicKey is a key this participant retired");
+  if (
+    !verifyDocument(rekeyProof(collaborationId, from.portal_id, body.publicKey), body.proof, body.publicKey)
+  )
+    throw errors.invalidParameter("envelope", "has a body whose proof is not the new key's signature");
+  const previous: RetiredKey = {
+    publicKey: from.public_key,
+    fingerprint: fingerprint(from.public_key),
+    until: body.revokePrevious ? 0 : now + RETIRED_KEY_GRACE_MS,
+    revoked: body.revokePrevious,
+  };
+  await setParticipantKeys(trx, collaborationId, from.portal_id, body.publicKey, [...retired, previous], now);
+}
+
+/** A participant's `revoke` of one of its retired keys, by fingerprint, signed with its current key. */
+async function takeRevocation(
+  trx: Queryable,
+  collaborationId: string,
+  from: ParticipantTable,
+  print: string,
+) {
+  if (fingerprint(from.public_key) === print)
+    throw errors.invalidParameter("envelope", "revokes the key it is signed with");
+  const retired = retiredKeysOf(from);
+  const known = retired.find((k) => k.fingerprint === print);
+  const keys = known
+    ? retired.map((k) => (k === known ? { ...k, until: 0, revoked: true } : k))
+    : [...retired, { fingerprint: print, until: 0, revoked: true }];
+  await setParticipantKeys(trx, collaborationId, from.portal_id, from.public_key, keys, Date.now());
 }

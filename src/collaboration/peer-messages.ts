@@ -136,6 +136,21 @@ const REQUEST_SCHEMAS: Record<string, object> = {
   },
   nudge: WORKSPACE_ID,
   ended: { type: "object", properties: { workspaceId: ID } },
+  rekey: {
+    type: "object",
+    properties: {
+      // Base64 of a raw 32-byte Ed25519 key; of a 64-byte signature.
+      publicKey: { type: "string", pattern: "^[A-Za-z0-9+/]{43}=$" },
+      proof: { type: "string", pattern: "^[A-Za-z0-9+/]{86}==$" },
+      revokePrevious: { type: "boolean" },
+    },
+    required: ["publicKey", "proof", "revokePrevious"],
+  },
+  revoke: {
+    type: "object",
+    properties: { fingerprint: { type: "string", pattern: "^[0-9a-f]{2}(:[0-9a-f]{2}){15}$" } },
+    required: ["fingerprint"],
+  },
 };
 
 /** Answers a guest reads from its host. */

@@ -174,13 +174,12 @@ export class WorkspaceService {
     const collab = await mustFindCollaboration(this.db.kysely, collaborationId);
     requireRole(collab, "host", "Only the collaboration host deletes workspaces.");
     const selfId = await this.selfId();
-    const guests = await this.db.transaction(async (trx) => {
+    await this.db.transaction(async (trx) => {
       await mustFindWorkspace(trx, collaborationId, workspaceId);
       await dropWorkspaces(trx, selfId, collaborationId, [workspaceId]);
-      return listGuests(trx, collaborationId);
+      for (const g of await listGuests(trx, collaborationId))
+        await this.notifier.tell(trx, g, collaborationId, "ended", { workspaceId });
     });
-    for (const g of guests)
-      this.notifier.tell(g.portal_url, collaborationId, g.portal_id, "ended", { workspaceId });
   }
 }
 

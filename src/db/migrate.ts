@@ -21,6 +21,8 @@ import * as m0016 from "./migrations/0016-oauth.js";
 import * as m0017 from "./migrations/0017-export-jobs.js";
 import * as m0019 from "./migrations/0019-notification-quotas.js";
 import * as m0020 from "./migrations/0020-change-log.js";
+import * as m0025 from "./migrations/0025-peer-notices.js";
+import * as m0026 from "./migrations/0026-key-rotation.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -47,6 +49,8 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0017-export-jobs": m0017,
   "0019-notification-quotas": m0019,
   "0020-change-log": m0020,
+  "0025-peer-notices": m0025,
+  "0026-key-rotation": m0026,
 };
 
 /** Every migration this version knows, in order. */

@@ -52,6 +52,9 @@ export interface Database {
   sync_jobs: SyncJobTable;
   sync_schedules: SyncScheduleTable;
   peer_nonces: PeerNonceTable;
+  peer_notices: PeerNoticeTable;
+  realtime_prints: RealtimePrintTable;
+  sync_deferred: SyncDeferredTable;
   password_history: PasswordHistoryTable;
   sign_in_failures: SignInFailureTable;
 }
@@ -548,6 +551,9 @@ export interface PortalKeyTable {
   public_key: string;
   private_key: string;
   created: number;
+  /** Migration 0026: when a key was replaced (0 for the current one), and revoked (0: not). */
+  retired: Generated<number>;
+  revoked: Generated<number>;
 }
 
 export interface CollaborationTable {
@@ -571,6 +577,8 @@ export interface ParticipantTable {
   delete_contributed: number;
   delete_received: number;
   status: "active" | "pending";
+  /** Migration 0026: JSON array of `RetiredKey` (collaboration/peer.ts). */
+  retired_keys: string;
   created: number;
   modified: number;
 }
@@ -661,4 +669,34 @@ export interface SyncScheduleTable {
 export interface PeerNonceTable {
   nonce: string;
   expires: number;
+}
+
+/** Collaboration's notice outbox and cluster-wide sync state (migration 0025). */
+export interface PeerNoticeTable {
+  id: string;
+  collaboration_id: string;
+  to_portal_id: string;
+  portal_url: string;
+  callee_keys: string;
+  op: string;
+  body: string;
+  sign_with: string;
+  created: number;
+  attempts: number;
+  next_attempt: number;
+  lease_until: number;
+  last_error: string;
+}
+
+export interface RealtimePrintTable {
+  workspace_id: string;
+  print: string;
+  modified: number;
+}
+
+export interface SyncDeferredTable {
+  workspace_id: string;
+  collaboration_id: string;
+  exec_type: "scheduled" | "realtime";
+  created: number;
 }

@@ -141,6 +141,17 @@ export interface RouteDef<
    * `Pragma: no-cache`, so that no cache or proxy keeps it (RFC 6749 §5.1).
    */
   noStore?: boolean;
+  /**
+   * Headers added to every answer of the route once its body is rendered, errors included: the
+   * peer endpoint signs the exact bytes it sends (`body` is the request's parsed body, undefined
+   * when it could not be read).
+   */
+  answerHeaders?(
+    body: unknown,
+    status: number,
+    payload: string,
+    services: Services,
+  ): Promise<Record<string, string>>;
   // Method syntax on purpose: a route of any parameters, path and auth mode then joins the one
   // table of routes (`allRoutes`) without a cast, while each handler keeps its precise types.
   handler(ctx: HandlerContext<S, P, A>): Promise<unknown>;
@@ -491,6 +502,27 @@ export function registerRoutes(
           }
           return boundBeforeCaller(request, reply, payload);
         },
+        ...(route.answerHeaders
+          ? {
+              onSend: async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+                const text =
+                  typeof payload === "string"
+                    ? payload
+                    : Buffer.isBuffer(payload)
+                      ? payload.toString("utf8")
+                      : undefined;
+                if (text === undefined) return payload;
+                const headers = await route.answerHeaders?.(
+                  request.body,
+                  reply.statusCode,
+                  text,
+                  options.services,
+                );
+                for (const [name, value] of Object.entries(headers ?? {})) reply.header(name, value);
+                return payload;
+              },
+            }
+          : {}),
         handler,
       });
   }

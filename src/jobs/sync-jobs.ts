@@ -39,7 +39,7 @@ export function createSyncJobs(options: SyncJobOptions): SyncJobs {
   const { db, staleMs, onError } = options;
   const peers = new PeerClient(options.guard, options.keys);
   const selfId = organizationId(db);
-  const notifier = new PeerNotifier({ peers, selfId, onError });
+  const notifier = new PeerNotifier({ db, peers, selfId, onError });
   const runner = new SyncRunner({ db, peers, selfId, staleMs, onError });
   const scheduler = new SyncScheduler({ db, runner, notifier, selfId, staleMs, onError });
   return {
@@ -48,10 +48,11 @@ export function createSyncJobs(options: SyncJobOptions): SyncJobs {
     async start() {
       await runner.start();
       await scheduler.start();
+      await notifier.start();
     },
     async stop() {
       scheduler.stop();
-      await runner.stop();
+      await Promise.all([runner.stop(), notifier.stop()]);
     },
   };
 }

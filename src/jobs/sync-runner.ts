@@ -1,8 +1,16 @@
+import { claimDeferred, deferSync, freeDeferred } from "../collaboration/cluster-sync.repository.js";
 import { findHost } from "../collaboration/collaboration.repository.js";
 import { type HostState, receives, type SyncStarter, sends } from "../collaboration/collaboration-types.js";
 import { dropCollaboration } from "../collaboration/drop-cascade.js";
 import { applyHostState } from "../collaboration/host-state.js";
-import { CALL_REFUSED, PARTICIPATION_ENDED, PeerCallFailed, type PeerClient } from "../collaboration/peer.js";
+import {
+  acceptedKeys,
+  CALL_REFUSED,
+  PARTICIPATION_ENDED,
+  PeerCallFailed,
+  type PeerClient,
+  revokedKeys,
+} from "../collaboration/peer.js";
 import { answerProblem, MB } from "../collaboration/peer-messages.js";
 import {
   type ExecType,
@@ -20,7 +28,7 @@ import {
   workspaceConfig,
 } from "../collaboration/workspace.repository.js";
 import { type Db, isUniqueViolation } from "../db/database.js";
-import type { AccessMode, SyncJobTable } from "../db/schema.js";
+import type { AccessMode, ParticipantTable, SyncJobTable } from "../db/schema.js";
 import { newId } from "../ids.js";
 import { JobFailed, receive, send } from "./sync-transfer.js";
 
@@ -52,8 +60,6 @@ export class SyncRunner implements SyncStarter {
   private readonly staleMs: number;
   private readonly onError: SyncRunnerOptions["onError"];
   private readonly running = new Map<string, Promise<void>>();
-  /** Workspaces whose scheduled or realtime sync arrived while one ran: started when it ends. */
-  private readonly deferred = new Map<string, ExecType>();
   private stopping = false;
   private readonly abort = new AbortController();
 
@@ -104,28 +110,40 @@ export class SyncRunner implements SyncStarter {
       .catch((err: unknown) => this.onError(err, `sync ${jobId} failed`))
       .finally(() => {
         this.running.delete(jobId);
-        const again = this.deferred.get(workspaceId);
-        if (again && !this.stopping) {
-          this.deferred.delete(workspaceId);
-          void this.startBackground(collaborationId, workspaceId, again);
-        }
+        if (!this.stopping)
+          this.startDeferred(workspaceId).catch((err: unknown) => this.onError(err, "deferred sync failed"));
       });
     this.running.set(jobId, run);
     return run;
   }
 
-  /** Starts a scheduled or realtime sync; when one runs, it starts once that one ends. */
+  /**
+   * Starts a scheduled or realtime sync; when one runs, it starts once that one ends. The waiting
+   * sync is kept in the database (`sync_deferred`), so it outlives a restart, and whichever node
+   * sees the workspace free first starts it: the node that ran the sync, as it ends, or any node's
+   * scheduler (`startFreeDeferred`), when that node died.
+   */
   async startBackground(collaborationId: string, workspaceId: string, execType: ExecType) {
     const job = await this.submit(collaborationId, workspaceId, execType);
     if (typeof job === "object") {
-      this.deferred.set(workspaceId, execType);
-      // A sync running on another node finishes there; recheck once it should have.
-      if (!this.isLocal(job.id))
-        setTimeout(() => this.retryDeferred(collaborationId, workspaceId), 2000).unref();
+      if (execType === "manual") return;
+      await this.db.transaction((trx) => deferSync(trx, collaborationId, workspaceId, execType, Date.now()));
       return;
     }
     // Not awaited: a schedule tick or realtime check starts syncs and goes on.
     void this.launch(job, collaborationId, workspaceId);
+  }
+
+  /** Starts the sync waiting for `workspaceId`, if there is one and this node claims it. */
+  private async startDeferred(workspaceId: string): Promise<void> {
+    const claimed = await this.db.transaction((trx) => claimDeferred(trx, workspaceId));
+    if (claimed) await this.startBackground(claimed.collaboration_id, workspaceId, claimed.exec_type);
+  }
+
+  /** Starts the deferred syncs whose workspace is free (their sync ended on a node that died). */
+  async startFreeDeferred(): Promise<void> {
+    if (this.stopping) return;
+    for (const d of await freeDeferred(this.db.kysely)) await this.startDeferred(d.workspace_id);
   }
 
   /** A job whose heartbeat stopped belonged to a process that died: it fails, freeing the workspace. */
@@ -133,19 +151,6 @@ export class SyncRunner implements SyncStarter {
     await this.failJobs(
       `the sync stopped reporting progress for ${Math.round(this.staleMs / 1000)} s (its process stopped); start a new sync`,
       Date.now() - this.staleMs,
-    );
-  }
-
-  private isLocal(jobId: string) {
-    return this.running.has(jobId);
-  }
-
-  private retryDeferred(collaborationId: string, workspaceId: string) {
-    const again = this.deferred.get(workspaceId);
-    if (!again || this.stopping) return;
-    this.deferred.delete(workspaceId);
-    this.startBackground(collaborationId, workspaceId, again).catch((err: unknown) =>
-      this.onError(err, "deferred sync failed"),
     );
   }
 
@@ -243,7 +248,7 @@ export class SyncRunner implements SyncStarter {
   }
 
   private async call<T>(
-    to: { portal_url: string; portal_id: string },
+    to: Pick<ParticipantTable, "portal_url" | "portal_id" | "public_key" | "retired_keys">,
     collaborationId: string,
     op: string,
     body: Record<string, unknown>,
@@ -251,13 +256,18 @@ export class SyncRunner implements SyncStarter {
     if (this.abort.signal.aborted) throw new JobFailed("the portal is stopping; start the sync again");
     let answer: unknown;
     try {
-      answer = await this.peers.call<unknown>(to.portal_url, {
-        collaborationId,
-        from: await this.selfId(),
-        to: to.portal_id,
-        op,
-        body,
-      });
+      answer = await this.peers.call<unknown>(
+        to.portal_url,
+        {
+          collaborationId,
+          from: await this.selfId(),
+          to: to.portal_id,
+          op,
+          body,
+        },
+        acceptedKeys(to),
+        { revokedKeys: revokedKeys(to) },
+      );
     } catch (err) {
       if (err instanceof PeerCallFailed && err.messageCode === PARTICIPATION_ENDED) {
         // The host deleted the collaboration or removed this portal: replication has ended here too.

@@ -1,3 +1,4 @@
+import { claimPrint } from "../collaboration/cluster-sync.repository.js";
 import { listGuests } from "../collaboration/collaboration.repository.js";
 import { type Notifier, receives, sends } from "../collaboration/collaboration-types.js";
 import { offerFingerprint } from "../collaboration/replication.js";
@@ -11,7 +12,7 @@ const REALTIME_DELAY_MS = 500;
 
 export interface SyncSchedulerOptions {
   db: Db;
-  runner: Pick<SyncRunner, "startBackground" | "sweepStale">;
+  runner: Pick<SyncRunner, "startBackground" | "sweepStale" | "startFreeDeferred">;
   /** Tells the guests of a realtime link on a host that there is something new. */
   notifier: Notifier;
   /** This portal's organization id. */
@@ -28,7 +29,6 @@ export interface SyncSchedulerOptions {
  */
 export class SyncScheduler {
   private readonly timers: NodeJS.Timeout[] = [];
-  private readonly fingerprints = new Map<string, string>();
   private realtimeTimer: NodeJS.Timeout | undefined;
   private stopping = false;
 
@@ -37,7 +37,8 @@ export class SyncScheduler {
   async start(): Promise<void> {
     const { db, runner, staleMs, onError } = this.options;
     await runner.sweepStale();
-    await this.realtimeCheck(true);
+    // Changes made while this node (or every node) was down are seen now.
+    await this.realtimeCheck();
     const every = (ms: number, work: () => Promise<void>, what: string) => {
       const t = setInterval(() => {
         if (!this.stopping) work().catch((err: unknown) => onError(err, what));
@@ -47,11 +48,12 @@ export class SyncScheduler {
     };
     every(Math.max(1000, Math.floor(staleMs / 2)), () => runner.sweepStale(), "sweeping dead syncs failed");
     every(1000, () => this.fireSchedules(), "firing sync schedules failed");
+    every(1000, () => runner.startFreeDeferred(), "starting deferred syncs failed");
     db.feed.subscribe("events", () => {
       if (this.stopping || this.realtimeTimer) return;
       this.realtimeTimer = setTimeout(() => {
         this.realtimeTimer = undefined;
-        this.realtimeCheck(false).catch((err: unknown) => onError(err, "realtime sync check failed"));
+        this.realtimeCheck().catch((err: unknown) => onError(err, "realtime sync check failed"));
       }, REALTIME_DELAY_MS);
     });
   }
@@ -74,30 +76,33 @@ export class SyncScheduler {
 
   /**
    * Realtime links react to changes of what their group offers: a guest syncs; the host tells the
-   * guests that receive. `offerFingerprint` says whether the offer changed.
+   * guests that receive. `offerFingerprint` says whether the offer changed since the fingerprint
+   * recorded in the database; the node whose conditional update records the new one acts, so
+   * each change is acted on once in a cluster, and a change made while the nodes were down is
+   * acted on at the next start.
    */
-  private async realtimeCheck(initial: boolean) {
+  private async realtimeCheck() {
     const { db, runner, notifier } = this.options;
     const links = await realtimeLinks(db.kysely);
     for (const link of links) {
       const print = await offerFingerprint(db.kysely, link.group_id);
-      const before = this.fingerprints.get(link.workspace_id);
-      this.fingerprints.set(link.workspace_id, print);
-      if (initial || before === print) continue;
       if (link.role === "guest") {
-        await runner.startBackground(link.collaboration_id, link.workspace_id, "realtime");
-      } else {
-        const selfId = await this.options.selfId();
-        const modes = (await modesOf(db.kysely, [link.workspace_id])).get(link.workspace_id);
-        if (!sends(modes?.get(selfId))) continue;
-        const guests = await listGuests(db.kysely, link.collaboration_id);
-        for (const g of guests) {
-          if (receives(modes?.get(g.portal_id)))
-            notifier.tell(g.portal_url, link.collaboration_id, g.portal_id, "nudge", {
-              workspaceId: link.workspace_id,
-            });
-        }
+        const seen = await db.transaction((trx) => claimPrint(trx, link.workspace_id, print, Date.now()));
+        if (seen === "changed")
+          await runner.startBackground(link.collaboration_id, link.workspace_id, "realtime");
+        continue;
       }
+      const selfId = await this.options.selfId();
+      // The nudges are queued in the transaction that records the fingerprint: both or neither.
+      await db.transaction(async (trx) => {
+        if ((await claimPrint(trx, link.workspace_id, print, Date.now())) === "same") return;
+        const modes = (await modesOf(trx, [link.workspace_id])).get(link.workspace_id);
+        if (!sends(modes?.get(selfId))) return;
+        for (const g of await listGuests(trx, link.collaboration_id)) {
+          if (receives(modes?.get(g.portal_id)))
+            await notifier.tell(trx, g, link.collaboration_id, "nudge", { workspaceId: link.workspace_id });
+        }
+      });
     }
   }
 }

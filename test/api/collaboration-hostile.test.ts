@@ -3,7 +3,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PEER_HEADERS } from "../../src/collaboration/peer.js";
+import { ANSWER_SIGNATURE_HEADER, answerDocument, PEER_HEADERS } from "../../src/collaboration/peer.js";
 import { generateKeyPair, signDocument } from "../../src/collaboration/signing.js";
 import {
   addItem,
@@ -290,7 +290,7 @@ describe("a fake host", () => {
   let host: TestPortal;
   let guest: TestPortal;
   let linked: Linked;
-  /** Rewrites the host's answer to `export`; the other calls pass through unchanged. */
+  /** Rewrites the host's answer to `export` (signed again with the host's key); the others pass through. */
   let rewrite: (answer: any, ids: string[]) => any = (a) => a;
 
   beforeAll(async () => {
@@ -318,7 +318,14 @@ describe("a fake host", () => {
           const ids = JSON.parse(body.toString()).envelope.body.ids as string[];
           text = JSON.stringify(rewrite(JSON.parse(text), ids));
         }
-        res.writeHead(200, { "content-type": "application/json" }).end(text);
+        // A host that signs with its real key: whatever it answers carries its valid signature.
+        const signedBy = signDocument(
+          answerDocument(JSON.parse(body.toString()), 200, text),
+          await privateKey(host),
+        );
+        res
+          .writeHead(200, { "content-type": "application/json", [ANSWER_SIGNATURE_HEADER]: signedBy })
+          .end(text);
       });
     });
     servers.push(proxy);

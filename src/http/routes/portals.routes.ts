@@ -9,6 +9,7 @@ import {
   policyChanges,
   securityPolicyJson,
 } from "../../auth/security-policy.js";
+import { COLLABORATION_PRIVILEGE } from "../../collaboration/collaboration-types.js";
 import { errors } from "../../errors.js";
 import {
   isSettingName,
@@ -38,6 +39,9 @@ const securityPolicySpecs = Object.fromEntries([
   ...PASSWORD_RULES.map((rule) => [rule, p.integer(PASSWORD_RULE_RANGES[rule])]),
   ...LOCKOUT_RULES.map((rule) => [rule, p.integer(LOCKOUT_RULE_RANGES[rule])]),
 ]) as Record<keyof PasswordPolicy | keyof LockoutPolicy, ParamSpec<number, false>>;
+
+/** The collaboration key operations take a flag or a fingerprint. */
+const KEY_BODY_LIMIT = 16 * 1024;
 
 export const portalsRoutes = [
   defineRoute({
@@ -194,5 +198,41 @@ export const portalsRoutes = [
       });
       return ok();
     },
+  }),
+  // This portal's signing key (`collaboration/key.service.ts`); portico's own, ArcGIS has no such
+  // operation. Small bodies: a flag, a fingerprint.
+  defineRoute({
+    name: "collaborations.key",
+    methods: ["GET", "POST"],
+    path: "/portals/:portalId/collaborationKey",
+    auth: "required",
+    privilege: COLLABORATION_PRIVILEGE,
+    bodyLimit: KEY_BODY_LIMIT,
+    params: {},
+    handler: async ({ caller, services }) => ok(await services.collaborationKeys.show(caller)),
+  }),
+  defineRoute({
+    name: "collaborations.key.rotate",
+    methods: ["POST"],
+    path: "/portals/:portalId/collaborationKey/rotate",
+    auth: "required",
+    privilege: COLLABORATION_PRIVILEGE,
+    bodyLimit: KEY_BODY_LIMIT,
+    params: { revokePrevious: p.boolean() },
+    handler: async ({ params, caller, services }) =>
+      ok(await services.collaborationKeys.rotate(caller, params.revokePrevious ?? false)),
+  }),
+  defineRoute({
+    name: "collaborations.key.revoke",
+    methods: ["POST"],
+    path: "/portals/:portalId/collaborationKey/revoke",
+    auth: "required",
+    privilege: COLLABORATION_PRIVILEGE,
+    bodyLimit: KEY_BODY_LIMIT,
+    params: {
+      keyFingerprint: p.string({ required: true, pattern: /^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/ }),
+    },
+    handler: async ({ params, caller, services }) =>
+      ok(await services.collaborationKeys.revoke(caller, params.keyFingerprint)),
   }),
 ];

@@ -51,6 +51,9 @@ export const porticoRoutes = [
       ),
       signature: p.string({ required: true, maxLength: 200 }),
     },
+    // Every answer is signed, errors included, bound to the request it answers (`peer.ts`).
+    answerHeaders: (body, status, payload, services) =>
+      services.peerEndpoint.answerHeaders(body, status, payload),
     handler: async ({ params, path, headers, services }) => {
       // The headers that let the body in must name the sender the signed envelope names: a call
       // may not borrow a known participant's name to be read, then speak as someone else.

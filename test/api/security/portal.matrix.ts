@@ -98,6 +98,10 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "portaladmin.createUser": [c("org", ADMINS)],
 
   // interface.md §4.2, §5: webhooks are for portal administrators (portal:admin:manageWebhooks).
+  // README "Signing keys": administrators only (manageCollaborations and manageSecurity).
+  "collaborations.key": [c("org", ADMINS)],
+  "collaborations.key.rotate": [c("org", ADMINS)],
+  "collaborations.key.revoke": [c("org", ADMINS)],
   "webhooks.list": [c("org", ADMINS)],
   "webhooks.create": [c("org", ADMINS)],
   "webhooks.settings": [c("org", ADMINS)],
@@ -129,6 +133,22 @@ async function newWebhook(): Promise<string> {
 
 const SETUP: Record<string, Setup> = {
   root: async () => ({}),
+  "collaborations.key": async () => ({
+    check: (r) => expect(r.keyFingerprint).toMatch(/^[0-9a-f]{2}(:[0-9a-f]{2}){15}$/),
+  }),
+  "collaborations.key.rotate": async () => ({
+    params: { revokePrevious: false },
+    check: (r) => expect(r.previousKeyFingerprint).not.toBe(r.keyFingerprint),
+  }),
+  // A key this portal retired: the one a rotation just replaced.
+  "collaborations.key.revoke": async () => {
+    const rotated = await asAdmin("/portals/self/collaborationKey/rotate", {});
+    return {
+      params: { keyFingerprint: rotated.previousKeyFingerprint },
+      check: (r) => expect(r.keyFingerprint).toBe(rotated.previousKeyFingerprint),
+    };
+  },
+
   info: async () => ({ check: (r) => expect(r.authInfo.isTokenBasedSecurity).toBe(true) }),
   generateToken: async ({ me }) => ({
     params: { username: me.username, password: me.password, client: "requestip" },
