@@ -21,6 +21,7 @@ import * as m0016 from "./migrations/0016-oauth.js";
 import * as m0017 from "./migrations/0017-export-jobs.js";
 import * as m0019 from "./migrations/0019-notification-quotas.js";
 import * as m0020 from "./migrations/0020-change-log.js";
+import * as m0023 from "./migrations/0023-feature-edit-tracking.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -47,6 +48,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0017-export-jobs": m0017,
   "0019-notification-quotas": m0019,
   "0020-change-log": m0020,
+  "0023-feature-edit-tracking": m0023,
 };
 
 /** Every migration this version knows, in order. */
