@@ -22,6 +22,7 @@ import {
 } from "../collaboration/replication.js";
 import { failTask, finishTask, newTask, record, type TaskResult } from "../collaboration/sync-task.js";
 import type { Db } from "../db/database.js";
+import { copyFeatureData } from "./layer-copy-transfer.js";
 
 /**
  * What one sync moves between a guest (this portal) and its host, in each direction: the
@@ -95,6 +96,7 @@ export async function receive(ctx: SyncContext): Promise<TaskResult> {
     };
     await moveInBatches(task, ctx, changed, fetchAndApply);
     await withdrawInBatches(task, ctx, gone, fetchAndApply);
+    await copyFeatureData(ctx, task);
   } catch (err) {
     failTask(task, err);
   }

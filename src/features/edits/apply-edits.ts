@@ -95,7 +95,7 @@ const succeeded = (objectId: number, globalId: string | null): EditResult => ({
 });
 
 /** A feature's geometry in the layer's spatial reference (it may name its own). */
-function inLayerReference(
+export function inLayerReference(
   schema: LayerSchema,
   geometry: Geometry | null | undefined,
 ): Geometry | null | undefined | EditError {
@@ -142,7 +142,7 @@ function projected(
   return projected.value;
 }
 
-const isError = (v: unknown): v is EditError =>
+export const isError = (v: unknown): v is EditError =>
   typeof v === "object" && v !== null && "code" in v && "description" in v;
 
 /** Applies one layer's edits in `trx`; answers the per-feature results and whether any failed. */
