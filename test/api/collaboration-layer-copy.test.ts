@@ -140,9 +140,8 @@ describe("copies of hosted feature layers", () => {
       new Blob([Buffer.from("a photo of site 7")], { type: "image/jpeg" }),
       "site7.jpg",
     );
-    const added = await (
-      await fetch(`${origin.layer}/8/addAttachment`, { method: "POST", body: form })
-    ).json();
+    const res = await fetch(`${origin.layer}/8/addAttachment`, { method: "POST", body: form });
+    const added = (await res.json()) as { addAttachmentResult: { success: boolean } };
     expect(added.addAttachmentResult.success).toBe(true);
     await ok(
       host.post(
