@@ -319,3 +319,62 @@ describe("copies of hosted feature layers", () => {
     expect((await groupItems(guest, guestGroup)).has("Other")).toBe(false);
   }, 120_000);
 });
+
+/*
+ * A host on SQLite (DATABASE_URL set empty) and a guest on the run's engine: PostgreSQL when the
+ * suite runs on it, so the copy crosses engines (integers, doubles, dates and text read back by one
+ * and written by the other).
+ */
+describe("a copy between an SQLite host and a guest on the run's engine", () => {
+  let host: TestPortal;
+  let guest: TestPortal;
+  afterAll(async () => {
+    await Promise.all([host?.stop(), guest?.stop()]);
+  });
+
+  it("copies, then moves edits and deletes, then nothing", async () => {
+    [host, guest] = await Promise.all([startPeer({ DATABASE_URL: "" }), startPeer()]);
+    expect(host.portico.db.engine).toBe("sqlite");
+    const linked = await collaborate(host, [{ portal: guest, mode: "receive" }]);
+    const group = linked.guestGroups[0] as string;
+    await ok(
+      guest.post(
+        workspacePath(linked, "updatePortalGroupLink"),
+        { portalGroupId: group, copyFeatureServiceData: true },
+        guest.adminToken,
+      ),
+      "link",
+    );
+    const origin = await createLayer(host, "Mixed", 2000);
+    await ok(
+      host.post(
+        `/content/users/admin_user/items/${origin.itemId}/share`,
+        { groups: linked.hostGroup },
+        host.adminToken,
+      ),
+      "share",
+    );
+    let status = await sync(guest, linked);
+    expect(featureData(status)[0].layers[0]).toMatchObject({ added: 2000, failed: 0 });
+    const copy = layerOf((await groupItems(guest, group)).get("Mixed"));
+    expect(await allFeatures(guest, copy)).toEqual(await allFeatures(host, origin.layer));
+
+    await ok(
+      host.post(
+        `${origin.layer}/applyEdits`,
+        {
+          updates: [{ attributes: { OBJECTID: 3, name: 'Café "ü" à l\'ouest', n: -7 } }],
+          deletes: [5, 6],
+          adds: [feature(99_999)],
+        },
+        host.adminToken,
+      ),
+      "applyEdits",
+    );
+    status = await sync(guest, linked);
+    expect(featureData(status)[0].layers[0]).toMatchObject({ added: 1, updated: 1, deleted: 2, failed: 0 });
+    expect(await allFeatures(guest, copy)).toEqual(await allFeatures(host, origin.layer));
+    status = await sync(guest, linked);
+    expect(featureData(status)).toEqual([]);
+  }, 120_000);
+});
