@@ -24,6 +24,7 @@ import {
   retiredKeysOf,
   SIGNATURE_MISMATCH,
 } from "./peer.js";
+import { layerChanges, serviceStates } from "./layer-copy-source.js";
 import { admitApply, itemLimits, MB, requestProblem } from "./peer-messages.js";
 import { applyItems, exportItems, offer, withdrawItems } from "./replication.js";
 import { fingerprint, signDocument, verifyDocument } from "./signing.js";
@@ -193,6 +194,19 @@ export class PeerEndpoint {
       case "export":
         if (!hostToGuest) throw errors.accessModeRefused("receive from");
         return { items: await exportItems(this.db.kysely, link.group_id, ids) };
+      case "layerServices":
+        if (!hostToGuest) throw errors.accessModeRefused("receive from");
+        return { services: await serviceStates(this.db.kysely, link.group_id, ids) };
+      case "layerChanges": {
+        if (!hostToGuest) throw errors.accessModeRefused("receive from");
+        const page = await layerChanges(
+          this.db.kysely,
+          link.group_id,
+          body as unknown as Parameters<typeof layerChanges>[2],
+        );
+        if (!page) throw errors.itemNotFound(String(body.id));
+        return page as unknown as Record<string, unknown>;
+      }
       case "holdings":
         if (!guestToHost) throw errors.accessModeRefused("send to");
         return { holdings: await heldVersions(this.db.kysely, workspaceId, from.portal_id) };

@@ -2,6 +2,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from "ajv";
 import { imageType } from "../content/file-types.js";
 import { checkTypedValue, contentTypeSpec, fileNameSpec, itemSpecs } from "../content/item-specs.js";
 import type { WorkspaceConfig } from "./collaboration-types.js";
+import { LAYER_COPY_ANSWERS, LAYER_COPY_REQUESTS } from "./layer-copy-messages.js";
 import type { ItemPackage, ItemResult } from "./replication.js";
 
 /**
@@ -248,8 +249,8 @@ const ANSWER_SCHEMAS: Record<string, object> = {
 
 const compileAll = (schemas: Record<string, object>) =>
   new Map(Object.entries(schemas).map(([op, schema]) => [op, ajv.compile(schema)]));
-const requestValidators = compileAll(REQUEST_SCHEMAS);
-const answerValidators = compileAll(ANSWER_SCHEMAS);
+const requestValidators = compileAll({ ...REQUEST_SCHEMAS, ...LAYER_COPY_REQUESTS });
+const answerValidators = compileAll({ ...ANSWER_SCHEMAS, ...LAYER_COPY_ANSWERS });
 const validatePackage = ajv.compile(PACKAGE);
 const validateExportEntry = ajv.compile({
   type: "object",

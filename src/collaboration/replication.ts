@@ -22,6 +22,7 @@ import {
   markWithdrawn,
   saveCopy,
 } from "./copy.repository.js";
+import { findDataCopy } from "./layer-copy.js";
 import { findLink } from "./workspace.repository.js";
 
 /**
@@ -260,6 +261,8 @@ async function applyOne(
     size: pkg.size,
     thumbnail: pkg.thumbnail ? `thumbnail/${pkg.thumbnail.name}` : null,
   };
+  // A copy holding its origin's feature data is a hosted service of this portal: it keeps its own URL.
+  if (existing && (await findDataCopy(trx, existing.id))?.mode === "copy") fields.url = existing.url;
   let itemId: string;
   let action: ItemAction;
   if (existing) {

@@ -1,4 +1,5 @@
 import type { SyncStatus } from "../db/schema.js";
+import type { DataOutcome } from "./layer-copy.js";
 import type { ItemResult } from "./replication.js";
 
 /**
@@ -23,6 +24,8 @@ export interface TaskResult {
   succeeded: ItemOutcome[];
   failed: ItemOutcome[];
   notProcessed: ItemOutcome[];
+  /** Hosted layers whose data was copied (`copyFeatureServiceData`): per item and layer, what moved. */
+  featureData?: DataOutcome[];
 }
 
 export function newTask(participantId: string, portalUrl: string, direction: "receive" | "send"): TaskResult {

@@ -82,6 +82,7 @@ export class SyncService {
         succeeded: t.succeeded,
         failed: t.failed,
         notProcessed: t.notProcessed,
+        ...(t.featureData ? { featureData: t.featureData } : {}),
       })),
     };
   }

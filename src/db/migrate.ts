@@ -21,6 +21,7 @@ import * as m0016 from "./migrations/0016-oauth.js";
 import * as m0017 from "./migrations/0017-export-jobs.js";
 import * as m0019 from "./migrations/0019-notification-quotas.js";
 import * as m0020 from "./migrations/0020-change-log.js";
+import * as m0023 from "./migrations/0023-feature-edit-tracking.js";
 import * as m0025 from "./migrations/0025-peer-notices.js";
 import * as m0026 from "./migrations/0026-key-rotation.js";
 
@@ -49,6 +50,7 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0017-export-jobs": m0017,
   "0019-notification-quotas": m0019,
   "0020-change-log": m0020,
+  "0023-feature-edit-tracking": m0023,
   "0025-peer-notices": m0025,
   "0026-key-rotation": m0026,
 };

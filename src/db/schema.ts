@@ -49,6 +49,9 @@ export interface Database {
   workspace_modes: WorkspaceModeTable;
   workspace_links: WorkspaceLinkTable;
   collaboration_copies: CopyTable;
+  collaboration_data_copies: DataCopyTable;
+  collaboration_layer_cursors: LayerCursorTable;
+  feature_deletes: FeatureDeleteTable;
   sync_jobs: SyncJobTable;
   sync_schedules: SyncScheduleTable;
   peer_nonces: PeerNonceTable;
@@ -631,6 +634,32 @@ export interface CopyTable {
   origin_item_id: string;
   item_id: string;
   origin_version: number;
+}
+
+/** Received hosted services and how they arrived (migration 0023). */
+export interface DataCopyTable {
+  item_id: string;
+  mode: "copy" | "reference";
+  reason: string | null;
+  origin_modified: number;
+}
+
+/** How far each layer of a received copy has come (migration 0023). */
+export interface LayerCursorTable {
+  item_id: string;
+  layer_id: number;
+  rows_moment: number;
+  rows_oid: number;
+  deletes_moment: number;
+  deletes_oid: number;
+}
+
+/** Tombstones of deleted features, by the moment of their deletion (migration 0023). */
+export interface FeatureDeleteTable {
+  item_id: string;
+  layer_id: number;
+  object_id: number;
+  edit_moment: number;
 }
 
 export type SyncStatus =

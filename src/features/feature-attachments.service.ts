@@ -18,7 +18,7 @@ import {
 } from "./attachment-store.js";
 import { EDIT_ERRORS, type EditError } from "./edits/values.js";
 import type { FeatureDataService, OpenLayer, OwnershipRestriction } from "./feature-data.service.js";
-import { beginLayerEdit, existingRows } from "./layer-store.js";
+import { beginLayerEdit, existingRows, touchRows } from "./layer-store.js";
 
 /**
  * The attachments of features of hosted layers whose definition says `hasAttachments: true`
@@ -306,11 +306,13 @@ export class FeatureAttachmentService {
     const now = Date.now();
     try {
       const result = await this.db.transaction(async (trx) => {
-        const first = await beginLayerEdit(trx, open.row.item_id, open.schema.id, now, 0);
-        if (first === undefined) throw noStorage(open);
+        const edit = await beginLayerEdit(trx, open.row.item_id, open.schema.id, now, 0);
+        if (edit === undefined) throw noStorage(open);
         if (!(await featureOf(trx, open, oid, restriction))) {
           throw new NoChange(missing ?? featureMissing());
         }
+        // The feature's attachments are part of it for a collaboration copying the layer.
+        await touchRows(trx, open.row.item_id, open.schema.id, [oid], edit.moment);
         return work(trx);
       });
       return { result, editMoment: now };

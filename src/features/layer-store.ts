@@ -56,6 +56,13 @@ const id = (name: string) => sql.id(name);
 /** Where layer tables are kept: the engine, and PostGIS when it is used (`Db` is one). */
 export type LayerStore = Pick<Db, "engine" | "postgis">;
 
+/**
+ * The moment of the edit that last wrote a row: the layer's `data_last_edit_date` of that edit
+ * (`beginLayerEdit`), so that a collaboration copying the layer can ask for what changed after a
+ * moment it saw (migration 0023). Deleted rows leave a tombstone with theirs in `feature_deletes`.
+ */
+export const MOMENT_COLUMN = "edit_moment";
+
 /** The geometry column kept beside `shape` when PostGIS is used. */
 export const GEOMETRY_COLUMN = "geom";
 
@@ -134,6 +141,7 @@ export async function createLayerStorage(
   const columns: RawBuilder<unknown>[] = [
     sql`${id(OID_COLUMN)} ${sql.raw(engine === "postgres" ? "bigint" : "INTEGER")} PRIMARY KEY`,
     ...schema.fields.filter((f) => f.column !== OID_COLUMN).map((f) => columnDdl(engine, f)),
+    sql`${id(MOMENT_COLUMN)} ${sql.raw(engine === "postgres" ? "bigint" : "INTEGER")} NOT NULL DEFAULT 0`,
   ];
   const real = engine === "postgres" ? "double precision" : "REAL";
   if (schema.geometryType) {
@@ -142,6 +150,9 @@ export async function createLayerStorage(
     if (postgis) columns.push(sql`${id(GEOMETRY_COLUMN)} ${sql.raw(`${postgis.schema}.geometry`)}`);
   }
   await sql`CREATE TABLE ${id(table)} (${sql.join(columns)})`.execute(q);
+  await sql`CREATE INDEX ${id(`${table}_em`)} ON ${id(table)} (${id(MOMENT_COLUMN)}, ${id(OID_COLUMN)})`.execute(
+    q,
+  );
   if (schema.geometryType) {
     if (engine === "sqlite") {
       const rt = `${table}_rt`;
@@ -195,6 +206,7 @@ export async function dropLayerStorage(q: AnyQueryable, itemId: string, layerId:
   await sql`DROP TABLE IF EXISTS ${id(`${table}_rt`)}`.execute(q);
   await sql`DROP TABLE IF EXISTS ${id(table)}`.execute(q);
   await sql`DELETE FROM feature_layers WHERE item_id = ${itemId} AND layer_id = ${layerId}`.execute(q);
+  await sql`DELETE FROM feature_deletes WHERE item_id = ${itemId} AND layer_id = ${layerId}`.execute(q);
 }
 
 /** Drops the tables of every layer of a service's item (before the item row goes). */
@@ -314,10 +326,16 @@ export async function layerStates(q: AnyQueryable, itemId: string): Promise<Map<
   );
 }
 
+/** An edit of a layer under way: its first fresh object id, and its moment (see `MOMENT_COLUMN`). */
+export interface LayerEdit {
+  firstObjectId: number;
+  moment: number;
+}
+
 /**
- * Marks a layer's rows changed at `now` and gives `count` fresh object ids (the first of them);
- * undefined when the layer has no storage. On PostgreSQL the row stays locked until the
- * transaction ends: edits of one layer go one after the other.
+ * Marks a layer's rows changed at `now` and gives `count` fresh object ids; undefined when the
+ * layer has no storage. On PostgreSQL the row stays locked until the transaction ends: edits of
+ * one layer go one after the other, so their moments (strictly growing) follow their commits.
  */
 export async function beginLayerEdit(
   q: AnyQueryable,
@@ -325,17 +343,42 @@ export async function beginLayerEdit(
   layerId: number,
   now: number,
   count: number,
-): Promise<number | undefined> {
-  const row = await sql<{ next_object_id: number }>`
+): Promise<LayerEdit | undefined> {
+  const row = await sql<{ next_object_id: number; data_last_edit_date: number }>`
     UPDATE feature_layers
     SET next_object_id = next_object_id + ${count},
         last_edit_date = CASE WHEN last_edit_date >= ${now} THEN last_edit_date + 1 ELSE ${now} END,
         data_last_edit_date = CASE WHEN data_last_edit_date >= ${now} THEN data_last_edit_date + 1 ELSE ${now} END
     WHERE item_id = ${itemId} AND layer_id = ${layerId}
-    RETURNING next_object_id
+    RETURNING next_object_id, data_last_edit_date
   `.execute(q);
-  const next = row.rows[0]?.next_object_id;
-  return next === undefined ? undefined : Number(next) - count;
+  const found = row.rows[0];
+  return found === undefined
+    ? undefined
+    : { firstObjectId: Number(found.next_object_id) - count, moment: Number(found.data_last_edit_date) };
+}
+
+/** Raises a layer's next object id to at least `next` (a copy keeps its origin's object ids). */
+export async function reserveObjectIds(q: AnyQueryable, itemId: string, layerId: number, next: number) {
+  await sql`
+    UPDATE feature_layers SET next_object_id = ${next}
+    WHERE item_id = ${itemId} AND layer_id = ${layerId} AND next_object_id < ${next}
+  `.execute(q);
+}
+
+/** Gives rows the moment of an edit that changed what belongs to them (their attachments). */
+export async function touchRows(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  objectIds: readonly number[],
+  moment: number,
+): Promise<void> {
+  if (objectIds.length === 0) return;
+  await sql`
+    UPDATE ${id(tableName(itemId, layerId))} SET ${id(MOMENT_COLUMN)} = ${moment}
+    WHERE ${id(OID_COLUMN)} IN (${sql.join([...objectIds])})
+  `.execute(q);
 }
 
 /** Marks a layer's schema changed (fields added or removed) at `now`. */
@@ -387,6 +430,8 @@ export function readShape(text: unknown, schema: LayerSchema): Geometry | null {
 
 /** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_PARAMETERS = 30_000;
+/** Tombstones per statement: four parameters each. */
+const TOMBSTONES_PER_STATEMENT = Math.floor(MAX_PARAMETERS / 4);
 
 /**
  * Inserts rows (object ids already given), in as few statements as the parameter limits allow.
@@ -401,6 +446,7 @@ export async function insertRows(
   itemId: string,
   schema: LayerSchema,
   rows: readonly RowWrite[],
+  moment: number,
 ): Promise<void> {
   if (rows.length === 0) return;
   const { engine } = store;
@@ -409,7 +455,7 @@ export async function insertRows(
   const postgis = schema.geometryType ? store.postgis : undefined;
   const srid = postgis ? layerSrid(schema) : 0;
   // Column names come from the layer schema (`f_<name>`, checked there), quoted as identifiers.
-  const names = [OID_COLUMN, ...fields.map((f) => f.column)];
+  const names = [OID_COLUMN, MOMENT_COLUMN, ...fields.map((f) => f.column)];
   if (schema.geometryType) names.push(SHAPE_COLUMN, ...BOUNDS_COLUMNS);
   if (postgis) names.push(GEOMETRY_COLUMN);
   const head = `INSERT INTO "${table}" (${names.map((n) => `"${n.replaceAll('"', '""')}"`).join(", ")}) VALUES `;
@@ -420,7 +466,7 @@ export async function insertRows(
     const tuples: string[] = [];
     for (const row of batch) {
       const first = parameters.length;
-      parameters.push(row.objectId);
+      parameters.push(row.objectId, moment);
       for (const f of fields) parameters.push(row.columns[f.column] ?? null);
       if (schema.geometryType) parameters.push(...shapeValues(row.geometry ?? null));
       const marks: string[] = [];
@@ -449,6 +495,7 @@ export async function updateRow(
   itemId: string,
   schema: LayerSchema,
   row: RowWrite,
+  moment: number,
 ): Promise<boolean> {
   const table = tableName(itemId, schema.id);
   const sets: RawBuilder<unknown>[] = Object.entries(row.columns).map(
@@ -468,6 +515,7 @@ export async function updateRow(
       sets.push(sql`${id(GEOMETRY_COLUMN)} = ${geometryValue(store.postgis, wkb, layerSrid(schema))}`);
     }
   }
+  if (sets.length > 0) sets.push(sql`${id(MOMENT_COLUMN)} = ${moment}`);
   if (sets.length === 0) {
     const found =
       await sql`SELECT 1 AS one FROM ${id(table)} WHERE ${id(OID_COLUMN)} = ${row.objectId}`.execute(q);
@@ -479,12 +527,16 @@ export async function updateRow(
   return Number(result.numAffectedRows ?? 0) > 0;
 }
 
-/** Deletes rows by object id, and their attachments; answers the ids that existed. */
+/**
+ * Deletes rows by object id, and their attachments; answers the ids that existed. Each leaves a
+ * tombstone at `moment` (undefined: none, for a copy replacing rows it is about to write again).
+ */
 export async function deleteRows(
   q: AnyQueryable,
   itemId: string,
   schema: LayerSchema,
   objectIds: readonly number[],
+  moment: number | undefined,
 ): Promise<Set<number>> {
   const table = tableName(itemId, schema.id);
   const gone = new Set<number>();
@@ -497,8 +549,65 @@ export async function deleteRows(
     for (const r of result.rows) gone.add(Number(r.objectid));
     // A feature's attachments go with it, in the same transaction: none outlives its feature.
     await deleteFeatureAttachments(q, itemId, schema.id, ids);
+    // Object ids are never reused, so a tombstone is written once; a copy deleting again updates it.
+    for (let t = 0; moment !== undefined && t < result.rows.length; t += TOMBSTONES_PER_STATEMENT) {
+      const values = result.rows
+        .slice(t, t + TOMBSTONES_PER_STATEMENT)
+        .map((r) => sql`(${itemId}, ${schema.id}, ${Number(r.objectid)}, ${moment})`);
+      await sql`
+        INSERT INTO feature_deletes (item_id, layer_id, object_id, edit_moment) VALUES ${sql.join(values)}
+        ON CONFLICT (item_id, layer_id, object_id) DO UPDATE SET edit_moment = excluded.edit_moment
+      `.execute(q);
+    }
   }
   return gone;
+}
+
+/** A position in a layer's changes: after the row (or tombstone) of this moment and object id. */
+export interface ChangeCursor {
+  moment: number;
+  objectId: number;
+}
+
+/**
+ * Rows written after `after` and at or before the moment `upTo`, in (moment, object id) order:
+ * every column, with the geometry as stored (`shape`). `upTo` is a moment the layer had reached
+ * when the reader began, so a page never holds an edit that committed after it.
+ */
+export async function changedRows(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  after: ChangeCursor,
+  upTo: number,
+  limit: number,
+): Promise<Record<string, unknown>[]> {
+  const m = id(MOMENT_COLUMN);
+  const o = id(OID_COLUMN);
+  const found = await sql<Record<string, unknown>>`
+    SELECT * FROM ${id(tableName(itemId, layerId))}
+    WHERE ${m} <= ${upTo} AND (${m} > ${after.moment} OR (${m} = ${after.moment} AND ${o} > ${after.objectId}))
+    ORDER BY ${m}, ${o} LIMIT ${limit}
+  `.execute(q);
+  return found.rows;
+}
+
+/** Tombstones after `after`, up to the moment `upTo`, in (moment, object id) order. */
+export async function deletedRows(
+  q: AnyQueryable,
+  itemId: string,
+  layerId: number,
+  after: ChangeCursor,
+  upTo: number,
+  limit: number,
+): Promise<ChangeCursor[]> {
+  const found = await sql<{ object_id: number; edit_moment: number }>`
+    SELECT object_id, edit_moment FROM feature_deletes
+    WHERE item_id = ${itemId} AND layer_id = ${layerId} AND edit_moment <= ${upTo}
+      AND (edit_moment > ${after.moment} OR (edit_moment = ${after.moment} AND object_id > ${after.objectId}))
+    ORDER BY edit_moment, object_id LIMIT ${limit}
+  `.execute(q);
+  return found.rows.map((r) => ({ moment: Number(r.edit_moment), objectId: Number(r.object_id) }));
 }
 
 /** The object ids among `objectIds` whose rows exist, with their GlobalIDs when the layer has them. */

@@ -22,6 +22,7 @@ import {
 } from "../collaboration/replication.js";
 import { failTask, finishTask, newTask, record, type TaskResult } from "../collaboration/sync-task.js";
 import type { Db } from "../db/database.js";
+import { copyFeatureData } from "./layer-copy-transfer.js";
 
 /**
  * What one sync moves between a guest (this portal) and its host, in each direction: the
@@ -107,6 +108,7 @@ export async function receive(ctx: SyncContext): Promise<TaskResult> {
       });
       return withdrawItems(ctx.db, target, deleted, deleteContributed);
     });
+    await copyFeatureData(ctx, task);
   } catch (err) {
     failTask(task, err);
   }

@@ -95,7 +95,7 @@ const succeeded = (objectId: number, globalId: string | null): EditResult => ({
 });
 
 /** A feature's geometry in the layer's spatial reference (it may name its own). */
-function inLayerReference(
+export function inLayerReference(
   schema: LayerSchema,
   geometry: Geometry | null | undefined,
 ): Geometry | null | undefined | EditError {
@@ -142,7 +142,7 @@ function projected(
   return projected.value;
 }
 
-const isError = (v: unknown): v is EditError =>
+export const isError = (v: unknown): v is EditError =>
   typeof v === "object" && v !== null && "code" in v && "description" in v;
 
 /** Applies one layer's edits in `trx`; answers the per-feature results and whether any failed. */
@@ -178,13 +178,14 @@ export async function applyLayerEdits(
     return { ...checked.value, geometry: geometry ?? null };
   });
   const good = adds.filter((a): a is CheckedAdd => !isError(a));
-  const first = await beginLayerEdit(trx, itemId, schema.id, now, good.length);
-  if (first === undefined)
+  const edit = await beginLayerEdit(trx, itemId, schema.id, now, good.length);
+  if (edit === undefined)
     throw errors.invalidParameter(
       "layer",
       `layer ${schema.id} holds no data: its definition could not be stored`,
     );
-  let next = first;
+  const { moment } = edit;
+  let next = edit.firstObjectId;
   const rows: RowWrite[] = [];
   for (const add of adds) {
     if (isError(add)) {
@@ -195,7 +196,7 @@ export async function applyLayerEdits(
     rows.push({ objectId, columns: add.columns, geometry: add.geometry });
     addResults.push(succeeded(objectId, add.globalId ?? null));
   }
-  await insertRows(trx, options.store, itemId, schema, rows);
+  await insertRows(trx, options.store, itemId, schema, rows, moment);
 
   // Updates: one at a time (each names its own columns), after resolving GlobalIDs in one query.
   const updates: (CheckedUpdate | EditError)[] = edits.updates.map((feature) => {
@@ -243,11 +244,18 @@ export async function applyLayerEdits(
       updateResults.push(missing);
       continue;
     }
-    const written = await updateRow(trx, options.store, itemId, schema, {
-      objectId,
-      columns: update.columns,
-      ...(update.geometry !== undefined ? { geometry: update.geometry } : {}),
-    });
+    const written = await updateRow(
+      trx,
+      options.store,
+      itemId,
+      schema,
+      {
+        objectId,
+        columns: update.columns,
+        ...(update.geometry !== undefined ? { geometry: update.geometry } : {}),
+      },
+      moment,
+    );
     updateResults.push(written ? succeeded(objectId, update.globalId ?? null) : missing);
   }
 
@@ -274,7 +282,7 @@ export async function applyLayerEdits(
     schema.globalIdField && toDelete.length > 0
       ? await existingRows(trx, itemId, schema, toDelete)
       : new Map<number, string | null>();
-  const gone = await deleteRows(trx, itemId, schema, toDelete);
+  const gone = await deleteRows(trx, itemId, schema, toDelete, moment);
   const reported = new Set<number>();
   for (const i of ids) {
     const objectId = i.objectId;

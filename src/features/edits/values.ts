@@ -312,7 +312,7 @@ const notNullable = (field: LayerField, detail = "") =>
   fail(EDIT_ERRORS.notNullable, `Field: ${field.name} is not nullable. Cannot set null value.${detail}`);
 
 /** An attribute value (null included) as its column holds it, with its field's rules applied. */
-function columnValue(field: LayerField, value: unknown): Checked<ColumnValue> {
+export function columnValue(field: LayerField, value: unknown): Checked<ColumnValue> {
   if (value === null) return field.nullable ? { ok: true, value: null } : notNullable(field);
   const converted = convert(field, value);
   if (!converted.ok) return valueNotSet(field, converted.reason);
