@@ -13,6 +13,7 @@ import { heldVersions } from "./copy.repository.js";
 import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
 import { hostState } from "./host-state.js";
 import { rekeyProof } from "./key.service.js";
+import { layerChanges, serviceStates } from "./layer-copy-source.js";
 import {
   ANSWER_SIGNATURE_HEADER,
   answerDocument,
@@ -24,7 +25,6 @@ import {
   retiredKeysOf,
   SIGNATURE_MISMATCH,
 } from "./peer.js";
-import { layerChanges, serviceStates } from "./layer-copy-source.js";
 import { admitApply, itemLimits, MB, requestProblem } from "./peer-messages.js";
 import { applyItems, exportItems, offer, withdrawItems } from "./replication.js";
 import { fingerprint, signDocument, verifyDocument } from "./signing.js";
