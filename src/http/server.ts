@@ -13,14 +13,7 @@ import type { Config } from "../config.js";
 import { isConnectionLoss, isPoolWaitTimeout } from "../db/availability.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
-import {
-  AccessLog,
-  asyncStdout,
-  requestChildLogger,
-  requestContext,
-  requestId,
-  requestIdMixin,
-} from "../observability/logging.js";
+import { AccessLog, asyncStdout, requestChildLogger, requestId } from "../observability/logging.js";
 import type { Metrics } from "../observability/metrics.js";
 import { redactUrl } from "../observability/redact.js";
 import type { Services } from "../services.js";
@@ -67,7 +60,6 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
         ? false
         : {
             level: config.logLevel,
-            mixin: requestIdMixin,
             // Credentials travel in headers, query strings and bodies; none of them is logged: a
             // request is logged as these three fields (every line that names one, whatever it
             // passes as `req`), never its headers or body, and the URL without secret values.
@@ -124,16 +116,15 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
     genReqId: requestId,
   });
 
-  // The request id goes back to the caller, and everything the request runs (the org hook, the
-  // handler, the services it calls) runs in its async context, for the log lines' reqId.
+  // The request id goes back to the caller, who can then find the request's lines in the logs.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
-    requestContext.run({ reqId: request.id }, done);
+    done();
   });
   app.decorateRequest("errorCode", undefined);
   // Every answer (routes, errors, probes, preflights) gets the hardening headers.
   // Hooks that do not wait for anything take Fastify's callback rather than being async: every
-  // request runs them, and a promise each is work (more so with the async context above).
+  // request runs them, and a promise each is work.
   app.addHook("onSend", (_request, reply, payload, done) => {
     hardenAnswer(reply);
     done(null, payload);

@@ -1,12 +1,15 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { requestChildLogger, requestContext, requestIdMixin } from "./logging.js";
+import { BatchedOutput, requestChildLogger } from "./logging.js";
 
 function capture(level = "info") {
   const lines: Record<string, unknown>[] = [];
   const logger = pino(
-    { level, mixin: requestIdMixin },
+    { level },
     new Writable({
       write(chunk, _enc, done) {
         lines.push(JSON.parse(String(chunk)));
@@ -49,16 +52,85 @@ describe("request loggers", () => {
     expect(lines).toHaveLength(1);
   });
 
-  it("carry their own id inside another request's context, once", () => {
+  it("carry their own id once, and a line naming another keeps that one", () => {
     const { lines, logger } = capture();
-    requestContext.run({ reqId: "outer" }, () => {
-      requestChildLogger(logger, { reqId: "inner" }, {}).info("line");
-      logger.info({ reqId: "named" }, "named line");
-    });
+    requestChildLogger(logger, { reqId: "inner" }, {}).info("line");
+    logger.info({ reqId: "named" }, "named line");
+    logger.info("background");
     expect(lines.map((l) => [l.msg, l.reqId])).toEqual([
       ["line", "inner"],
       ["named line", "named"],
+      ["background", undefined],
     ]);
-    expect(lines.map((l) => JSON.stringify(l).match(/"reqId"/g)?.length)).toEqual([1, 1]);
+    expect(lines.slice(0, 2).map((l) => JSON.stringify(l).match(/"reqId"/g)?.length)).toEqual([1, 1]);
+  });
+});
+
+describe("batched standard output", () => {
+  function file() {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-log-"));
+    const name = path.join(dir, "out.log");
+    const fd = fs.openSync(name, "w");
+    return {
+      fd,
+      text: () => fs.readFileSync(name, "utf8"),
+      done: () => {
+        fs.closeSync(fd);
+        fs.rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  }
+  const settled = async (read: () => string, expected: string) => {
+    for (let i = 0; i < 200 && read() !== expected; i++) await new Promise((r) => setTimeout(r, 5));
+    return read();
+  };
+
+  it("writes the lines of one turn together, in order, once the turn is over", async () => {
+    const out = file();
+    try {
+      const dest = new BatchedOutput(out.fd);
+      dest.write("one\n");
+      dest.write("two\n");
+      dest.write("three\n");
+      expect(out.text()).toBe("");
+      expect(await settled(out.text, "one\ntwo\nthree\n")).toBe("one\ntwo\nthree\n");
+      dest.write("four\n");
+      expect(await settled(out.text, "one\ntwo\nthree\nfour\n")).toBe("one\ntwo\nthree\nfour\n");
+    } finally {
+      out.done();
+    }
+  });
+
+  it("writes what it holds synchronously when asked (at exit)", () => {
+    const out = file();
+    try {
+      const dest = new BatchedOutput(out.fd);
+      dest.write("last\n");
+      dest.write("words\n");
+      dest.flushSync();
+      expect(out.text()).toBe("last\nwords\n");
+    } finally {
+      out.done();
+    }
+  });
+
+  it("drops lines beyond its cap and says how many", () => {
+    const out = file();
+    try {
+      const dest = new BatchedOutput(out.fd, 10);
+      dest.write("0123456789\n");
+      dest.write("dropped\n");
+      dest.write("dropped too\n");
+      dest.flushSync();
+      const lines = out.text().trimEnd().split("\n");
+      expect(lines[0]).toBe("0123456789");
+      expect(JSON.parse(lines[1] ?? "{}")).toMatchObject({
+        level: 40,
+        msg: "2 log lines dropped: standard output did not take them",
+      });
+      expect(lines).toHaveLength(2);
+    } finally {
+      out.done();
+    }
   });
 });

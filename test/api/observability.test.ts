@@ -1,9 +1,7 @@
 import { Writable } from "node:stream";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPortico } from "../../src/app.js";
 import { openDatabase } from "../../src/db/database.js";
-import { requestContext, requestIdMixin } from "../../src/observability/logging.js";
 import { Metrics } from "../../src/observability/metrics.js";
 import {
   ADMIN,
@@ -218,29 +216,6 @@ describe("request ids", () => {
       await portico.close();
       await store.destroy();
     }
-  });
-
-  it("adds the request id to lines of the root logger written inside a request's context", () => {
-    const lines: Record<string, unknown>[] = [];
-    const logger = pino(
-      { mixin: requestIdMixin },
-      new Writable({
-        write(chunk, _enc, done) {
-          lines.push(JSON.parse(String(chunk)));
-          done();
-        },
-      }),
-    );
-    logger.info("outside");
-    requestContext.run({ reqId: "r-1" }, () => {
-      logger.info("inside");
-      logger.child({ reqId: "r-2" }).info("child with its own id");
-    });
-    expect(lines.map((l) => [l.msg, l.reqId])).toEqual([
-      ["outside", undefined],
-      ["inside", "r-1"],
-      ["child with its own id", "r-2"],
-    ]);
   });
 });
 
