@@ -1,4 +1,5 @@
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
+import { type Pinning, pinCores } from "./pinning.js";
 import { ADMIN, PortalApi } from "./portal-api.js";
 import { readCase, writeCase } from "./portal-cases.js";
 import type { ServerProcess } from "./processes.js";
@@ -17,6 +18,8 @@ import { createStore, type Engine, type Store } from "./stores.js";
 
 export interface NodesFigures {
   nodes: number;
+  /** The cores the nodes and the rest ran on, when `--pin` pinned them. */
+  pinned: { nodeCores: string; otherCores: string } | undefined;
   single: { reads: LoadResult; writes: LoadResult };
   spread: { reads: LoadResult; writes: LoadResult };
 }
@@ -26,6 +29,8 @@ export interface NodesDeps {
   seedUsers(api: PortalApi, token: string, count: number): Promise<string[]>;
   measure(c: LoadCase, settings: LoadSettings): Promise<LoadResult>;
   say(line: string): void;
+  /** Pin the nodes to half the cores and this process and PostgreSQL to the others (`--pin`). */
+  pin: boolean;
 }
 
 export async function measureNodes(
@@ -37,6 +42,7 @@ export async function measureNodes(
 ): Promise<NodesFigures> {
   const store = await createStore(engine);
   const servers: ServerProcess[] = [];
+  let pinning: Pinning | undefined;
   try {
     // The first node migrates and creates the administrator; the others join the database.
     servers.push(await deps.start(store));
@@ -46,14 +52,25 @@ export async function measureNodes(
     const token = await api.signIn(ADMIN.username, ADMIN.password);
     const pool = await deps.seedUsers(api, token, users);
     deps.say(`  ${nodes} nodes of one ${engine.name} database up; ${pool.length} users in the write pool`);
+    if (deps.pin) {
+      pinning = pinCores();
+      for (const s of servers) pinning.pinNode(s.pid);
+      deps.say(
+        `  pinned: the ${nodes} nodes on core(s) ${pinning.nodeCores}; the load generator and PostgreSQL on core(s) ${pinning.otherCores}`,
+      );
+    }
 
     const single = {
       reads: await deps.measure(
-        { ...readCase(engine, first.url, token), name: `portals/self GET, 1 node` },
+        { ...readCase(engine, first.url, token), name: `portals/self GET, 1 node`, serverPid: first.pid },
         settings,
       ),
       writes: await deps.measure(
-        { ...writeCase(engine, first.url, token, pool), name: `updateUserRole POST, 1 node` },
+        {
+          ...writeCase(engine, first.url, token, pool),
+          name: `updateUserRole POST, 1 node`,
+          serverPid: first.pid,
+        },
         settings,
       ),
     };
@@ -63,19 +80,24 @@ export async function measureNodes(
     const spread = {
       reads: await spreadLoad(
         `portals/self GET, ${nodes} nodes`,
-        servers.map((s) => readCase(engine, s.url, token)),
+        servers.map((s) => ({ ...readCase(engine, s.url, token), serverPid: s.pid })),
         settings,
         deps,
       ),
       writes: await spreadLoad(
         `updateUserRole POST, ${nodes} nodes`,
-        servers.map((s, i) => writeCase(engine, s.url, token, slices[i] as string[])),
+        servers.map((s, i) => ({
+          ...writeCase(engine, s.url, token, slices[i] as string[]),
+          serverPid: s.pid,
+        })),
         settings,
         deps,
       ),
     };
-    return { nodes, single, spread };
+    const pinned = pinning ? { nodeCores: pinning.nodeCores, otherCores: pinning.otherCores } : undefined;
+    return { nodes, pinned, single, spread };
   } finally {
+    pinning?.release();
     for (const s of servers.reverse()) await s.stop();
     await store.destroy();
   }
@@ -102,12 +124,21 @@ async function spreadLoad(
     non2xx: sum((r) => r.non2xx),
     rejected: sum((r) => r.rejected),
     samples: results.flatMap((r) => r.samples).slice(0, 3),
-    cpuUsPerAnswer: undefined,
+    // The nodes' CPU time together, per answer of all of them.
+    cpuUsPerAnswer: results.some((r) => r.cpuUsPerAnswer === undefined)
+      ? undefined
+      : sum((r) => (r.cpuUsPerAnswer as number) * r.answers) /
+        Math.max(
+          1,
+          sum((r) => r.answers),
+        ),
   };
   deps.say(
     `  ${name.padEnd(34)} ${rate(total.rps).padStart(7)} req/s  (per node: ${results
       .map((r) => rate(r.rps))
-      .join(", ")})  errors ${total.errors}  non-2xx ${total.non2xx}  rejected ${total.rejected}`,
+      .join(", ")})  errors ${total.errors}  non-2xx ${total.non2xx}  rejected ${total.rejected}${
+      total.cpuUsPerAnswer === undefined ? "" : `  nodes' CPU ${Math.round(total.cpuUsPerAnswer)} µs/answer`
+    }`,
   );
   return total;
 }

@@ -35,6 +35,8 @@ export interface BenchOptions {
   databaseUrl: string | undefined;
   /** Nodes of the multi-node case (PostgreSQL). */
   nodes: number;
+  /** Pin the multi-node case's nodes to half the cores, the rest to the others (`bench/pinning.ts`). */
+  pin: boolean;
   /** The attacks of the abuse case to run (all by default). */
   attacks: ReadonlySet<string>;
   /** Points of the features case's layer. */
@@ -71,6 +73,9 @@ export const USAGE = `usage: npm run bench -- [flags]
                      (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is
                      given; implies --pg)
+  --pin              in the multi-node case, pin the nodes to the lower half of the cores and the
+                     load generator and PostgreSQL's processes to the upper half (taskset; put
+                     back afterwards), so 1 node and N nodes run on the same cores
   --duration N       seconds of measured load per case (default 5)
   --warmup N         seconds of unmeasured load before each case (default 1)
   --connections N    concurrent connections (default 32)
@@ -98,6 +103,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       pg: { type: "boolean" },
       "database-url": { type: "string" },
       nodes: { type: "string" },
+      pin: { type: "boolean" },
       attacks: { type: "string" },
       points: { type: "string" },
       "cpu-prof": { type: "string" },
@@ -129,6 +135,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     starts: positive("starts", values.starts, 3, { integer: true }),
     databaseUrl,
     nodes,
+    pin: values.pin ?? false,
     attacks,
     points: positive("points", values.points, 1_000_000, { integer: true }),
     cpuProfileDir: values["cpu-prof"],

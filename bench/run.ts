@@ -337,6 +337,7 @@ async function main(): Promise<number> {
           seedUsers,
           measure,
           say,
+          pin: options.pin,
         }),
       );
     } catch (err) {
@@ -898,10 +899,12 @@ function printSummary(
       const one = n.single[kind];
       const many = n.spread[kind];
       const failed = [one, many].some((r) => r.errors + r.non2xx + r.rejected > 0);
+      const cpu = (r: LoadResult) =>
+        r.cpuUsPerAnswer === undefined ? "" : `, ${Math.round(r.cpuUsPerAnswer)} µs CPU/answer`;
       rows.push([
-        `${kind}: ${n.nodes} nodes / 1 node`,
+        `${kind}: ${n.nodes} nodes / 1 node${n.pinned ? ` (nodes pinned to core ${n.pinned.nodeCores})` : ""}`,
         "postgres",
-        `${ratio(many.rps / one.rps)} (${rate(many.rps)} vs ${rate(one.rps)} req/s${failed ? "; FAILED ANSWERS" : ""})`,
+        `${ratio(many.rps / one.rps)} (${rate(many.rps)}${cpu(many)} vs ${rate(one.rps)} req/s${cpu(one)}${failed ? "; FAILED ANSWERS" : ""})`,
         "",
         "",
       ]);
