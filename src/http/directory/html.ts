@@ -26,7 +26,7 @@ export const PAGE_STYLE =
   "ul.links{columns:18rem}.meta{color:#444}.error{color:#a00;border:1px solid #a00;padding:.5rem}" +
   "form.op label{display:block;margin-top:.7rem;font-weight:600}form.op .hint{font-weight:400;color:#444}" +
   "input[type=text],input[type=password],textarea,select{width:100%;max-width:40rem;padding:.3rem;box-sizing:border-box;font:inherit}" +
-  "button{margin-top:1rem;padding:.4rem 1.2rem;font:inherit}header form{display:inline;margin:0}header button{margin:0}" +
+  "button{margin-top:1rem;padding:.4rem 1.2rem;font:inherit}form.op button{display:block}header form{display:inline;margin:0}header button{margin:0}" +
   "pre{background:#f5f5f5;padding:1rem;overflow:auto}";
 
 /**
