@@ -304,12 +304,16 @@ describe("the API directory (f=html)", () => {
       expect(answer.html).toContain("Answer of groups.create");
       expect(answer.html).toContain("<dt>success</dt><dd>true</dd>");
       expect(answer.html).toContain("Made in the directory");
+      const id = /<dt>id<\/dt><dd><a href="\/sharing\/rest\/community\/groups\/([0-9a-f]{32})\?f=html">/.exec(
+        answer.html,
+      )?.[1];
+      expect(id).toBeDefined();
       const found = await portal.get(
         "/community/groups",
         { q: '"Made in the directory"' },
         portal.adminToken,
       );
-      expect(found.results.map((g: any) => g.owner)).toEqual([ADMIN.username]);
+      expect(found.results.map((g: any) => [g.id, g.owner])).toEqual([[id, ADMIN.username]]);
     });
 
     it("shows a refused operation's error envelope readably", async () => {

@@ -100,7 +100,7 @@ function scalar(
 
 /**
  * The page a value names, by where it stands: an `owner` is a user, the `id` of something with an
- * owner, a type and a title an item, the `id` of a member of `groups` a group. Nothing else is a
+ * owner, a type and a title an item, the `id` of a `group` or of a member of `groups` a group. Nothing else is a
  * link: no text of an answer (a URL someone stored, a token) becomes one.
  */
 function referenceOf(
@@ -131,6 +131,8 @@ function renderValue(
   if (typeof value !== "object" || value === null) return scalar(value, key, holder, walk);
   if (depth >= MAX_DEPTH) return `<span class="meta">(nested deeper than shown)</span>`;
   if (Array.isArray(value)) return renderArray(value, depth, walk, key);
+  // A `group` (createGroup's answer) is a group: its id links to its page.
+  if (key === "group") walk.groups.add(value);
   const entries = Object.entries(value as Record<string, unknown>);
   if (entries.length === 0) return `<span class="meta">{}</span>`;
   const items = entries
