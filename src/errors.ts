@@ -50,6 +50,14 @@ export const errors = {
   invalidToken: () => new PorticoError(498, "Invalid token.", "GWM_0003", []),
   tokenRequired: () => new PorticoError(499, "Token Required.", "GWM_0002", []),
   forbidden: (detail?: string) => new PorticoError(403, NO_PERMISSION, "GWM_0004", detail ? [detail] : []),
+  /**
+   * A form of the API directory posted with its sign-in cookie but without the form's CSRF value
+   * (or with another one): not sent from the directory's own page.
+   */
+  directoryFormRefused: () =>
+    new PorticoError(403, NO_PERMISSION, "GWM_0004", [
+      "The form was not sent from this portal's directory page, or the sign-in it was made for ended. Open the form again.",
+    ]),
   sslRequired: () =>
     new PorticoError(403, "SSL Required", "GWM_0005", [
       "This organization accepts only HTTPS requests (allSSL is true).",

@@ -130,6 +130,17 @@ interface TokenHolder {
  */
 export const OAUTH_CLIENT = "oauth";
 export const SESSION_CLIENT = "session";
+/**
+ * `tokens.client` of a sign-in to the API directory (the `f=html` pages) behind its cookie: never
+ * usable as a bearer token either, so that the cookie's value, were it to leak, opens no API call;
+ * only the directory's pages read it (`directorySession`).
+ */
+export const DIRECTORY_CLIENT = "directory";
+/** How long a directory sign-in lasts, within the organization's longest token. */
+const DIRECTORY_SESSION_MINUTES = 120;
+
+/** Tokens that stand for a browser's sign-in behind a cookie, never for a bearer of the token. */
+const cookieOnly = (client: string) => client === SESSION_CLIENT || client === DIRECTORY_CLIENT;
 
 /** What a new token is bound to: the referer, the given address, or the requester's address. */
 function boundTo(request: TokenRequest): string {
@@ -373,7 +384,7 @@ export class AuthService {
     presenter: Presenter,
   ): Promise<{ caller: Caller; expires: number; clientId: string | null }> {
     const session = await this.session(token);
-    if (session.client === SESSION_CLIENT) throw errors.invalidToken();
+    if (cookieOnly(session.client)) throw errors.invalidToken();
     if (session.client !== OAUTH_CLIENT && !presenterAllowed(session.client, session.bound, presenter)) {
       throw errors.invalidToken();
     }
@@ -389,6 +400,38 @@ export class AuthService {
     } catch {
       // An unknown or expired cookie is no session: platformSelf answers that nobody is signed in.
       return undefined;
+    }
+  }
+
+  /**
+   * Signs in to the API directory under the rules of `generateToken` (lockout, expiry, disabled
+   * accounts): a session whose token goes into the directory's cookie, not to the caller.
+   */
+  async directorySignIn(request: PasswordSignIn): Promise<{ token: string; maxAgeSeconds: number }> {
+    return this.signIn(request, async (trx, user, now, org) => {
+      const token = newSecret();
+      const minutes = Math.min(DIRECTORY_SESSION_MINUTES, org.maxTokenMinutes);
+      await insertToken(trx, {
+        token_hash: hashToken(token),
+        user_id: user.id,
+        created: now,
+        expires: now + minutes * 60_000,
+        client: DIRECTORY_CLIENT,
+        referer: "",
+      });
+      return { token, maxAgeSeconds: minutes * 60 };
+    });
+  }
+
+  /** The caller of a directory sign-in (its cookie's value); undefined when it is no valid one. */
+  async directorySession(token: string): Promise<Caller | undefined> {
+    try {
+      const session = await this.session(token);
+      return session.client === DIRECTORY_CLIENT ? session.caller : undefined;
+    } catch (err) {
+      // An unknown or expired cookie is no sign-in: the page is shown as to an anonymous caller.
+      if (err instanceof PorticoError && err.code === 498) return undefined;
+      throw err;
     }
   }
 
@@ -428,7 +471,7 @@ export class AuthService {
     presenter: Presenter,
   ): Promise<{ caller: Caller; expires: number }> {
     const session = await this.session(token);
-    if (session.client === SESSION_CLIENT) throw errors.invalidToken();
+    if (cookieOnly(session.client)) throw errors.invalidToken();
     if (session.client !== OAUTH_CLIENT && !presenterAllowed(session.client, session.bound, presenter)) {
       throw errors.invalidToken();
     }

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { escapeHtml } from "./render.js";
+import { escapeHtml } from "./directory/html.js";
 
 /**
  * The pages of the OAuth 2.0 sign-in (`oauth2/authorize`): the form, the code shown for

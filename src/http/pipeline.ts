@@ -15,6 +15,7 @@ import {
   withDeclaredNames,
 } from "../validation/params.js";
 import { checkQuery, MAX_PARAMETERS } from "./body.js";
+import { Directory } from "./directory/directory.js";
 import {
   type FileLimit,
   multipartLimit,
@@ -23,7 +24,15 @@ import {
   type UploadedFile,
 } from "./multipart.js";
 import { BodyPace, meteredBody, type PreAuthBudget, type PreAuthShare, senderOf } from "./preauth-budget.js";
-import { type ExtraFormat, type Format, parseFormat, render } from "./render.js";
+import {
+  type ExtraFormat,
+  errorBody,
+  type Format,
+  parseFormat,
+  RawBody,
+  render,
+  WebAnswer,
+} from "./render.js";
 
 export type { UploadedFile } from "./multipart.js";
 
@@ -137,6 +146,12 @@ export interface RouteDef<
    */
   oauth?: boolean;
   /**
+   * A GET of the operation changes something (ArcGIS lists it with GET, so GET is accepted): the
+   * API directory shows it as an operation with its form, never runs it for a page, and its sign-in
+   * cookie authenticates only the form's CSRF-checked POST of it.
+   */
+  changesState?: boolean;
+  /**
    * The answer carries a credential (a token, a client secret): `Cache-Control: no-store` and
    * `Pragma: no-cache`, so that no cache or proxy keeps it (RFC 6749 §5.1).
    */
@@ -224,10 +239,13 @@ export interface PipelineOptions {
   preAuthUploadBudget: PreAuthBudget;
 }
 
-/** What `checkCaller` found for a request, and for which token (null: not checked yet). */
+/** What `checkCaller` found for a request, and for which credential (null: not checked yet). */
 interface CallerState {
   caller: Caller | null;
-  token: string | undefined | null;
+  /** The credential checked: the bearer token, or the directory session (`directory ` and it). */
+  credential: string | undefined | null;
+  /** The bearer token, when the credential is one (a directory session is not). */
+  token: string | undefined;
 }
 const callerStates = new WeakMap<FastifyRequest, CallerState>();
 /** What a multipart request whose caller was unknown when its body began may draw on. */
@@ -308,6 +326,7 @@ export function registerRoutes(
   routes: readonly RouteDef[],
   options: PipelineOptions,
 ): void {
+  const directory = new Directory(routes, options.contextPath, options.services);
   for (const route of routes) {
     const root = apiRoot(route.root, options.contextPath);
     const paths = typeof route.path === "string" ? [route.path] : route.path;
@@ -322,13 +341,20 @@ export function registerRoutes(
     ): Promise<CallerState> => {
       let state = callerStates.get(request);
       if (!state) {
-        state = { caller: null, token: null };
+        state = { caller: null, credential: null, token: undefined };
         callerStates.set(request, state);
       }
       const token = route.auth === "none" ? undefined : tokenOf(request, raw);
-      if (token === state.token) return state;
+      // Without a token, the html directory's sign-in cookie, where the directory accepts it.
+      const session =
+        token === undefined && route.auth !== "none" ? directory.sessionFor(request, raw, route) : undefined;
+      const credential = session === undefined ? token : `directory ${session}`;
+      if (credential === state.credential) return state;
       state.caller = null;
-      if (token !== undefined) {
+      if (session !== undefined) {
+        state.caller = (await options.services.auth.directorySession(session)) ?? null;
+        if (state.caller === null && route.auth === "required") throw errors.tokenRequired();
+      } else if (token !== undefined) {
         // A token made for a referer or an address is accepted only from it (`generateToken`'s `client`).
         state.caller = await options.services.auth.authenticate(token, {
           referer: request.headers.referer,
@@ -341,6 +367,7 @@ export function registerRoutes(
         }
       } else if (route.auth === "required") throw errors.tokenRequired();
       if (route.privilege) requirePrivilege(state.caller, route.privilege);
+      state.credential = credential;
       state.token = token;
       return state;
     };
@@ -401,7 +428,11 @@ export function registerRoutes(
       payload.on("error", (err) => metered.destroy(err));
       return payload.pipe(metered);
     };
-    const handler = async (request: FastifyRequest, reply: FastifyReply) => {
+    const handler = async (
+      request: FastifyRequest,
+      reply: FastifyReply,
+      entry: ReturnType<Directory["entryOf"]>,
+    ) => {
       if (route.noStore) reply.header("cache-control", "no-store").header("pragma", "no-cache");
       checkQuery(request);
       const path = request.params as Record<string, string>;
@@ -447,15 +478,23 @@ export function registerRoutes(
         request.body = body.fields;
         files = body.files;
       }
-      let format: Format;
+      let format: Format | undefined;
+      let raw: Record<string, string> = {};
       let result: unknown;
       try {
         // The hosted services answer as ArcGIS Server does, which reads parameter names in any case.
-        const raw =
+        raw =
           route.root === "server"
             ? withDeclaredNames(mergedParams(request), route.params)
             : mergedParams(request);
         format = parseFormat(raw.f, route.formats);
+        // The directory shows the form of an operation that a GET would run, and runs it only
+        // when the form is posted (or a client sends its token, as the API takes it).
+        if (format === "html" && entry && route.changesState && request.method !== "POST") {
+          if (tokenOf(request, raw) === undefined) {
+            return render(reply, format, await directory.formPage(request, entry), route.name);
+          }
+        }
         const { caller, token } = await checkCaller(request, raw);
         route.authorize?.(caller, raw);
         const { values, empty } = parseParams(route.params, raw, parsedBody(request));
@@ -478,14 +517,39 @@ export function registerRoutes(
         });
       } catch (err) {
         if (route.oauth && err instanceof PorticoError) throw errors.asOAuthRequestError(err);
+        // An error of a directory page is shown on the page, with the way to sign in.
+        if (format === "html" && entry && err instanceof PorticoError) {
+          request.errorCode = err.code;
+          result = await directory.answerPage(request, entry, errorBody(err), raw);
+          return render(reply, format, result, route.name);
+        }
         throw err;
       } finally {
         // Before the answer goes out: a client that reads it may look for the file at once.
         if (uploads) await removeUploads(Object.values(files));
       }
+      if (format === "html" && entry && !(result instanceof RawBody || result instanceof WebAnswer)) {
+        result = await directory.answerPage(request, entry, result, raw);
+      }
       return render(reply, format, result, route.name);
     };
-    for (const path of paths)
+    for (const path of paths) {
+      const entry = directory.entryOf(route, path);
+      // An operation answered only by POST: a GET of it with `f=html` is its form page.
+      if (!directory.index.hasGet(route.root ?? "sharing", path) && entry) {
+        app.route({
+          method: "GET",
+          url: `${root}${path}`,
+          config: { name: `${route.name}.form` },
+          handler: async (request, reply) => {
+            checkQuery(request);
+            if (mergedParams(request).f !== "html") {
+              throw errors.invalidUrl(`No resource or operation at ${request.url.split("?")[0]}.`);
+            }
+            return render(reply, "html", await directory.formPage(request, entry), route.name);
+          },
+        });
+      }
       app.route({
         method: [...route.methods],
         url: `${root}${path}`,
@@ -523,7 +587,8 @@ export function registerRoutes(
               },
             }
           : {}),
-        handler,
+        handler: (request, reply) => handler(request, reply, entry),
       });
+    }
   }
 }

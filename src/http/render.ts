@@ -1,8 +1,9 @@
-import { createHash } from "node:crypto";
 import type { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import { EncodedBody } from "../encoded-body.js";
 import { errors, type PorticoError } from "../errors.js";
+import { PAGE_CSP } from "./directory/html.js";
+import { plainPage } from "./directory/pages.js";
 
 /** Response formats (`wire.md` §1): `pjsonm`, sent by some clients, is pretty JSON too. */
 export type Format = "json" | "pjson" | "html" | ExtraFormat;
@@ -158,7 +159,9 @@ export function render(reply: FastifyReply, format: Format, body: unknown, title
   if (format === "html") {
     reply.header("content-security-policy", PAGE_CSP);
     reply.header("x-frame-options", "DENY");
-    return reply.type("text/html; charset=utf-8").send(htmlPage(title, body));
+    // An answer rendered without its route (an error the router or the body parser raised): its
+    // fields, readably. The pipeline renders the answers of routes with their links (`directory/`).
+    return reply.type("text/html; charset=utf-8").send(plainPage(title, body));
   }
   const text = format === "pjson" ? JSON.stringify(body, null, 2) : compactJson(body);
   // GeoJSON's own media type (RFC 7946); GDAL and browsers read it as JSON.
@@ -179,34 +182,4 @@ export function errorBody(error: PorticoError): { error: Record<string, unknown>
   };
 }
 
-const ESCAPES: Record<string, string> = {
-  "&": "&amp;",
-  "<": "&lt;",
-  ">": "&gt;",
-  '"': "&quot;",
-  "'": "&#39;",
-};
-export function escapeHtml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ESCAPES[c] as string);
-}
-
-const PAGE_STYLE =
-  "body{font-family:system-ui,sans-serif;margin:2rem}pre{background:#f5f5f5;padding:1rem;overflow:auto}";
-
-/**
- * The policy of the `f=html` pages: nothing but their own style (by its hash), no script, and
- * never inside another site's frame (with `X-Frame-Options` for browsers that predate
- * `frame-ancestors`).
- */
-export const PAGE_CSP = `default-src 'none'; style-src 'sha256-${createHash("sha256").update(PAGE_STYLE).digest("base64")}'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
-
-/** A readable page of a resource: its JSON, indented, under a heading. */
-function htmlPage(title: string, body: unknown): string {
-  return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>portico: ${escapeHtml(title)}</title>
-<style>${PAGE_STYLE}</style>
-</head><body><h1>${escapeHtml(title)}</h1>
-<pre>${escapeHtml(JSON.stringify(body, null, 2))}</pre>
-</body></html>
-`;
-}
+export { escapeHtml, PAGE_CSP } from "./directory/html.js";

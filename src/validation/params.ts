@@ -17,6 +17,8 @@ export interface ParamSpec<T = unknown, Required extends boolean = boolean> {
    * `parseParams`); only JSON parameters have it.
    */
   readonly accept?: (value: unknown) => { ok: true; value: T } | { ok: false; reason: string };
+  /** The words a string takes, when it takes only some (what a form offers to choose from). */
+  readonly values?: readonly string[];
 }
 
 type Parsed<T> = { ok: true; value: T } | { ok: false; reason: string };
@@ -100,6 +102,7 @@ function string<const R extends boolean = false, const E extends string = string
   return {
     kind: "string",
     required: (options.required ?? false) as R,
+    ...(options.enum ? { values: options.enum } : {}),
     parse(raw) {
       const problem = lengthProblem(raw, options.minLength, options.maxLength);
       if (problem) return fail(problem);

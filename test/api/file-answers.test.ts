@@ -193,7 +193,8 @@ describe("file answers and hardening headers", () => {
     expectHardened(await fetch(`${portal.api}/info?f=json`));
     expect((await fetch(`${portal.api}/info?f=json`)).headers.get("x-frame-options")).toBe(null);
     const page = await expectHardenedPage(await fetch(`${portal.api}/portals/self?f=html&token=${admin}`));
-    expect(page).toContain("<pre>");
+    // The directory's page of the resource: its fields, readably.
+    expect(page).toContain("<dt>portalName</dt>");
 
     const missing = await fetch(`${portal.api}/content/items/0123456789abcdef0123456789abcdef?f=json`);
     expectHardened(missing);

@@ -4,6 +4,7 @@ import { communityUsersRoutes } from "./community-users.routes.js";
 import { contentGroupsRoutes } from "./content-groups.routes.js";
 import { contentItemsRoutes } from "./content-items.routes.js";
 import { contentUsersRoutes } from "./content-users.routes.js";
+import { directoryRoutes } from "./directory.routes.js";
 import { oauth2Routes } from "./oauth2.routes.js";
 import { portaladminRoutes } from "./portaladmin.routes.js";
 import { portalsRoutes } from "./portals.routes.js";
@@ -26,6 +27,7 @@ import { sharingRoutes } from "./sharing.routes.js";
  */
 export const allRoutes = [
   ...sharingRoutes,
+  ...directoryRoutes,
   ...oauth2Routes,
   ...searchRoutes,
   ...communityGroupsRoutes,

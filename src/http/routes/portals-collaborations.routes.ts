@@ -205,6 +205,7 @@ export const portalsCollaborationsRoutes = [
     name: "collaborations.removeParticipation",
     // `interface.md` §4.0 lists GET; requests are shown as POST. Both are accepted.
     methods: ["GET", "POST"],
+    changesState: true,
     path: `${base}/removeParticipation`,
     auth: "required",
     privilege: COLLABORATION_PRIVILEGE,

@@ -16,6 +16,8 @@ export type ApiRoot = NonNullable<RouteDef["root"]>;
 export const ROUTE_FILE_PREFIXES: readonly { root: ApiRoot; prefix: string; file: string }[] = [
   { root: "sharing", prefix: "", file: "sharing.routes.ts" },
   { root: "sharing", prefix: "/oauth2", file: "oauth2.routes.ts" },
+  { root: "sharing", prefix: "/login", file: "directory.routes.ts" },
+  { root: "sharing", prefix: "/logout", file: "directory.routes.ts" },
   { root: "sharing", prefix: "/search", file: "search.routes.ts" },
   { root: "sharing", prefix: "/community/groups", file: "community-groups.routes.ts" },
   { root: "sharing", prefix: "/community/createGroup", file: "community-groups.routes.ts" },

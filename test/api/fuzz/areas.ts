@@ -4,6 +4,7 @@ import { communityUsersRoutes } from "../../../src/http/routes/community-users.r
 import { contentGroupsRoutes } from "../../../src/http/routes/content-groups.routes.js";
 import { contentItemsRoutes } from "../../../src/http/routes/content-items.routes.js";
 import { contentUsersRoutes } from "../../../src/http/routes/content-users.routes.js";
+import { directoryRoutes } from "../../../src/http/routes/directory.routes.js";
 import { oauth2Routes } from "../../../src/http/routes/oauth2.routes.js";
 import { portaladminRoutes } from "../../../src/http/routes/portaladmin.routes.js";
 import { portalsRoutes } from "../../../src/http/routes/portals.routes.js";
@@ -37,6 +38,7 @@ export const FUZZ_AREAS: Readonly<Record<FuzzArea, readonly (readonly RouteDef[]
   community: [communityGroupsRoutes, communityUsersRoutes],
   portal: [
     sharingRoutes,
+    directoryRoutes,
     oauth2Routes,
     portalsRoutes,
     portalsRolesRoutes,

@@ -116,6 +116,10 @@ export const NO_CREDENTIALS = new Set([
   "oauth2.exchangeToken",
   "oauth2.validateAppAccess",
   "oauth2.platformSelf",
+  "directory.signInPage",
+  "directory.signIn",
+  "directory.signOutPage",
+  "directory.signOut",
   "server.info",
   "collaborations.peer",
 ]);

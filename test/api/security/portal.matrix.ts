@@ -52,6 +52,12 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "oauth2.authorize": [c("org", EVERYONE)],
   "oauth2.authorize.signIn": [c("own", EVERYONE)],
   "oauth2.token": [c("own", EVERYONE)],
+  // The API directory's sign-in (README, The API directory): pages that read no token; what they
+  // grant depends on the password and the form's secret and cookie, which the matrix does not send.
+  "directory.signInPage": [c("org", EVERYONE)],
+  "directory.signIn": [c("own", EVERYONE)],
+  "directory.signOutPage": [c("org", EVERYONE)],
+  "directory.signOut": [c("own", EVERYONE)],
   "oauth2.exchangeToken": [c("own", EVERYONE)],
   "oauth2.validateAppAccess": [c("own", EVERYONE)],
   // Only the portal's sign-in cookie answers: no token, whoever holds it, gets anything.
@@ -181,6 +187,21 @@ const SETUP: Record<string, Setup> = {
       check: (r) => expect(r.contentType).toMatch(/text\/html/),
     };
   },
+  "directory.signInPage": async () => ({
+    check: (r) => expect(r.contentType).toMatch(/text\/html/),
+  }),
+  // Without the form's secret and its cookie the post signs nobody in: the form is shown again.
+  "directory.signIn": async ({ me }) => ({
+    params: { username: me.username, password: me.password },
+    check: (r) => expect(r.contentType).toMatch(/text\/html/),
+  }),
+  "directory.signOutPage": async () => ({
+    check: (r) => expect(r.contentType).toMatch(/text\/html/),
+  }),
+  // Without a cookie there is nothing to end: the browser is sent to the directory's root.
+  "directory.signOut": async () => ({
+    check: (r) => expect(r.contentType).toMatch(/text\/html/),
+  }),
   "oauth2.token": async () => {
     const app = await newApp(acct.owner);
     return {
@@ -364,6 +385,7 @@ const SETUP: Record<string, Setup> = {
 export const portalArea: Area = {
   files: [
     "sharing.routes.ts",
+    "directory.routes.ts",
     "oauth2.routes.ts",
     "portals.routes.ts",
     "portals-roles.routes.ts",
