@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { hashToken, newSecret } from "../auth/auth.service.js";
 import type { Caller } from "../auth/caller.js";
-import { actorOf } from "../auth/caller.js";
+import { actorOf, makeCaller } from "../auth/caller.js";
 import {
   type AppRow,
   deleteApp,
@@ -10,7 +10,7 @@ import {
   insertApp,
   updateApp,
 } from "../auth/oauth.repository.js";
-import type { AppType } from "../auth/oauth-rules.js";
+import { type AppType, MAX_REDIRECT_URIS } from "../auth/oauth-rules.js";
 import type { Db } from "../db/database.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
@@ -25,6 +25,13 @@ export interface AppSettings {
   httpReferrers: readonly string[];
   privileges: readonly string[];
 }
+
+/**
+ * The client id of the administration console (`/portico/console/`, README "Console"): a built-in
+ * browser app, registered by the portal itself with the console's own address as its only kind of
+ * redirect URI, so the console signs in through `oauth2/authorize` with PKCE like any app.
+ */
+export const CONSOLE_CLIENT_ID = "portico-console";
 
 /** A registered app as ArcGIS answers it (`oauth2/apps/<client_id>`); the secret only when made. */
 export interface RegisteredApp {
@@ -71,6 +78,68 @@ export class AppRegistrationService {
     private readonly db: Db,
     private readonly items: ItemService,
   ) {}
+
+  /**
+   * Registers the console's built-in app, or adds `redirectUri` to it: its item (type Application,
+   * "Portico console") belongs to the first default administrator, as a registered app needs an
+   * item. Nothing is made before an administrator exists (nobody could sign in to the console).
+   * Deleting the item unregisters it; the next visit of the console registers it again.
+   */
+  async ensureConsoleApp(redirectUri: string): Promise<void> {
+    const existing = await findApp(this.db.kysely, CONSOLE_CLIENT_ID);
+    if (existing && (JSON.parse(existing.redirect_uris) as string[]).includes(redirectUri)) return;
+    try {
+      await this.db.transaction(async (trx) => {
+        const now = Date.now();
+        const app = await findApp(trx, CONSOLE_CLIENT_ID);
+        if (app) {
+          // Nodes with different public addresses each add theirs; the oldest go past the limit.
+          const uris = [...(JSON.parse(app.redirect_uris) as string[]), redirectUri].slice(
+            -MAX_REDIRECT_URIS,
+          );
+          await updateApp(trx, CONSOLE_CLIENT_ID, { redirect_uris: JSON.stringify(uris), modified: now });
+          return;
+        }
+        const admin = await trx
+          .selectFrom("users")
+          .select(["id", "username"])
+          .where("role", "=", "org_admin")
+          .where("role_id", "is", null)
+          .orderBy("created")
+          .limit(1)
+          .executeTakeFirst();
+        if (!admin) return;
+        const owner = makeCaller({
+          userId: admin.id,
+          username: admin.username,
+          role: "org_admin",
+          roleId: null,
+          rolePrivileges: null,
+        });
+        const { id } = await this.items.insertIn(trx, owner, admin.username, undefined, {
+          title: "Portico console",
+          type: APPLICATION_TYPE,
+          typeKeywords: ["Registered App", "Portico Console"],
+          snippet: "The portal's administration console (built in; registered by the portal).",
+        });
+        await insertApp(trx, {
+          client_id: CONSOLE_CLIENT_ID,
+          item_id: id,
+          app_type: "browser",
+          redirect_uris: JSON.stringify([redirectUri]),
+          http_referrers: "[]",
+          privileges: "[]",
+          // A browser app keeps no secret; this one is made and thrown away.
+          secret_hash: hashToken(newSecret()),
+          registered: now,
+          modified: now,
+        });
+      });
+    } catch (err) {
+      // Two nodes (or two first visits) registering it at once: one of them did.
+      if (!(await findApp(this.db.kysely, CONSOLE_CLIENT_ID))) throw err;
+    }
+  }
 
   async register(caller: Caller, itemId: string, settings: AppSettings): Promise<RegisteredApp> {
     const now = Date.now();

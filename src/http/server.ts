@@ -18,6 +18,7 @@ import type { Metrics } from "../observability/metrics.js";
 import { redactUrl } from "../observability/redact.js";
 import type { Services } from "../services.js";
 import { parseQueryString, registerBodyParsers } from "./body.js";
+import { registerConsole } from "./console.js";
 import { handleCors } from "./cors.js";
 import { mergedParams, registerRoutes } from "./pipeline.js";
 import { PreAuthBudget } from "./preauth-budget.js";
@@ -190,6 +191,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
 
   registerProbes(app, services, config.contextPath);
   registerMetrics(app, options.metrics, config.metricsAllow);
+  // The administration console's static pages (src/http/console.ts), outside the ArcGIS API.
+  registerConsole(app, { services, contextPath: config.contextPath, publicUrl: options.publicUrl });
   registerRoutes(app, allRoutes, {
     services,
     contextPath: config.contextPath,
