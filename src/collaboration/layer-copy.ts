@@ -550,8 +550,9 @@ export async function takeAttachmentIds(q: Queryable, itemId: string, layerId: n
  * tombstone of theirs: a feature deleted here and written again by a sync lives again), with
  * their attachments, keeping the layer's next object and attachment ids past theirs. Counts each
  * as added or updated. An attachment id held here by another feature is moved out of the way
- * first (`moveClashing`, the copy's side: the origin's ids are the truth; that feature's own
- * copy comes from the origin too, or goes to it with its new id).
+ * first: on a copy, the origin's ids are the truth, and that other feature's attachment was added
+ * on the copy and goes to the origin with its new id (the origin renumbers clashes before it
+ * writes, `layer-edits.ts`, so there it never happens).
  */
 export async function writeFeatures(
   trx: Queryable,

@@ -160,7 +160,8 @@ export async function applyCopyEdits(
     const travelling: CheckedFeature[] = [];
     const written = new Map<number, number>(); // object id -> the copy's edit moment
     for (const [oid, f] of checked) {
-      const theirs = page.moments?.[f.index] ?? now;
+      // No edit is later than now: a moment from the future would win every conflict.
+      const theirs = Math.min(page.moments?.[f.index] ?? now, now);
       const gid = f.row.columns[schema.globalIdField?.column ?? ""] ?? null;
       const row = rows.get(oid);
       const tomb = tombs.get(oid);
@@ -209,7 +210,7 @@ export async function applyCopyEdits(
     const removed: number[] = [];
     for (const [i, oid] of page.deletes.entries()) {
       if (checked.has(oid)) continue;
-      const theirs = page.deleteMoments?.[i] ?? now;
+      const theirs = Math.min(page.deleteMoments?.[i] ?? now, now);
       const gid = page.deleteGlobalIds?.[i] ?? null;
       const row = rows.get(oid);
       // Gone here already, or another feature: a feature the copy added and deleted before sending it.

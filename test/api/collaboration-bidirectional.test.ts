@@ -27,7 +27,7 @@ const feature = (i: number) => ({
   geometry: { x: -170 + (i % 340), y: -60 + Math.floor(i / 340) * 0.5 },
 });
 
-async function createLayer(portal: TestPortal, name: string, count: number) {
+async function createLayer(portal: TestPortal, name: string, count: number, fields = FIELDS) {
   const created = await ok(
     portal.post(
       "/content/users/admin_user/createService",
@@ -45,9 +45,7 @@ async function createLayer(portal: TestPortal, name: string, count: number) {
       `${base}/rest/admin/services/${name}/FeatureServer/addToDefinition`,
       {
         addToDefinition: {
-          layers: [
-            { name, geometryType: "esriGeometryPoint", spatialReference: { wkid: 4326 }, fields: FIELDS },
-          ],
+          layers: [{ name, geometryType: "esriGeometryPoint", spatialReference: { wkid: 4326 }, fields }],
         },
       },
       portal.adminToken,
@@ -250,6 +248,26 @@ describe("bidirectional sync of a host's layer and a guest's copy", () => {
     expect(layer.editsBack.failures).toEqual([{ objectId: 41, reason: expect.stringMatching(/name/) }]);
     expect(await nameOf(host, origin.layer, 40)).toBe("fine");
     expect(await nameOf(host, origin.layer, 41)).toBe("site 40");
+  }, 60_000);
+
+  it("keeps a copy read-only when a layer has no GlobalID field, saying why", async () => {
+    const plain = await createLayer(
+      host,
+      "Plain",
+      10,
+      FIELDS.filter((f) => f.type !== "esriFieldTypeGlobalID"),
+    );
+    await share(host, plain.itemId, linked.hostGroup);
+    const status = await sync(guest, linked);
+    const [data] = featureData(status).filter((d: any) => d.title === "Plain");
+    expect(data).toMatchObject({ mode: "copy", readOnly: expect.stringMatching(/layer 0 has no GlobalID/) });
+    const item = (await groupItems(guest, linked.guestGroups[0] as string)).get("Plain");
+    const refused = await guest.post(
+      `${item.url}/0/applyEdits`,
+      { updates: [{ attributes: { OBJECTID: 1, name: "x" } }] },
+      guest.adminToken,
+    );
+    expect(refused.error?.code).toBe(403);
   }, 60_000);
 });
 
