@@ -19,7 +19,130 @@ const CURSOR = {
   required: ["moment", "objectId"],
 };
 
+const LAYER_ID = { type: "integer", minimum: 0, maximum: 999_999_999 };
+const OID = { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER };
+const LAYER_CURSOR = {
+  type: "object",
+  properties: { rows: CURSOR, deletes: CURSOR },
+  required: ["rows", "deletes"],
+};
+const CURSOR_LIST = {
+  type: "array",
+  maxItems: 2000,
+  items: {
+    type: "object",
+    properties: { id: LAYER_ID, rows: CURSOR, deletes: CURSOR },
+    required: ["id", "rows", "deletes"],
+  },
+};
+/** A page of a layer's changes, whichever side reads it. */
+const PAGE = {
+  type: "object",
+  properties: {
+    // Each feature is checked on its own against the layer (`layer-copy.ts`), so one bad one fails alone.
+    features: { type: "array", maxItems: FEATURES_PER_PAGE, items: { type: "object" } },
+    deletes: { type: "array", maxItems: FEATURES_PER_PAGE, items: OID },
+    moments: { type: "array", maxItems: FEATURES_PER_PAGE, items: MOMENT },
+    deleteMoments: { type: "array", maxItems: FEATURES_PER_PAGE, items: MOMENT },
+    deleteGlobalIds: {
+      type: "array",
+      maxItems: FEATURES_PER_PAGE,
+      items: { type: ["string", "null"], maxLength: 38 },
+    },
+    rowsNext: CURSOR,
+    deletesNext: CURSOR,
+    done: { type: "boolean" },
+  },
+  required: ["features", "deletes", "rowsNext", "deletesNext", "done"],
+};
+const SERVICE_STATE = {
+  type: "object",
+  properties: {
+    id: ID,
+    name: { type: "string", maxLength: 128 },
+    modified: MOMENT,
+    definition: { type: "object" },
+    layers: { type: "array", maxItems: 1000, items: { type: "object" } },
+    tables: { type: "array", maxItems: 1000, items: { type: "object" } },
+    moments: {
+      type: "array",
+      maxItems: 2000,
+      items: {
+        type: "object",
+        properties: { id: { type: "integer", minimum: 0 }, moment: MOMENT },
+        required: ["id", "moment"],
+      },
+    },
+    bytes: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+  },
+  required: ["id", "name", "modified", "definition", "layers", "tables", "moments", "bytes"],
+};
+const COUNTS = {
+  type: "object",
+  properties: {
+    id: LAYER_ID,
+    added: OID,
+    updated: OID,
+    deleted: OID,
+    failed: OID,
+    failures: {
+      type: "array",
+      maxItems: 100,
+      items: {
+        type: "object",
+        properties: { objectId: { type: ["integer", "null"] }, reason: { type: "string", maxLength: 2000 } },
+        required: ["objectId", "reason"],
+      },
+    },
+    conflicts: {
+      type: "array",
+      maxItems: 100,
+      items: {
+        type: "object",
+        properties: {
+          objectId: OID,
+          winner: { enum: ["origin", "copy"] },
+          reason: { type: "string", maxLength: 2000 },
+        },
+        required: ["objectId", "winner", "reason"],
+      },
+    },
+  },
+  required: ["id", "added", "updated", "deleted", "failed", "failures"],
+};
+const MAX_BYTES = { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+
 export const LAYER_COPY_REQUESTS: Record<string, object> = {
+  layerEdits: {
+    type: "object",
+    properties: { workspaceId: ID, id: ID, layerId: LAYER_ID, page: PAGE, seen: LAYER_CURSOR },
+    required: ["workspaceId", "id", "layerId", "page", "seen"],
+  },
+  copyState: {
+    type: "object",
+    properties: { workspaceId: ID, ids: { type: "array", maxItems: SERVICES_PER_CALL, items: ID } },
+    required: ["workspaceId", "ids"],
+  },
+  copyDefine: {
+    type: "object",
+    properties: { workspaceId: ID, service: SERVICE_STATE },
+    required: ["workspaceId", "service"],
+  },
+  copyPage: {
+    type: "object",
+    properties: { workspaceId: ID, id: ID, layerId: LAYER_ID, page: PAGE, next: LAYER_CURSOR },
+    required: ["workspaceId", "id", "layerId", "page", "next"],
+  },
+  copyEdits: {
+    type: "object",
+    properties: { workspaceId: ID, id: ID, layerId: LAYER_ID, maxBytes: MAX_BYTES },
+    required: ["workspaceId", "id", "layerId"],
+  },
+  copyEditsDone: {
+    type: "object",
+    properties: { workspaceId: ID, id: ID, layerId: LAYER_ID, sent: LAYER_CURSOR },
+    required: ["workspaceId", "id", "layerId", "sent"],
+  },
   layerServices: {
     type: "object",
     properties: { workspaceId: ID, ids: { type: "array", maxItems: SERVICES_PER_CALL, items: ID } },
@@ -74,20 +197,50 @@ export const LAYER_COPY_ANSWERS: Record<string, object> = {
     },
     required: ["services"],
   },
-  layerChanges: {
+  layerChanges: PAGE,
+  layerEdits: { type: "object", properties: { outcome: COUNTS }, required: ["outcome"] },
+  copyState: {
     type: "object",
     properties: {
-      // Each feature is checked on its own against the layer (`layer-copy.ts`), so one bad one fails alone.
-      features: { type: "array", maxItems: FEATURES_PER_PAGE, items: { type: "object" } },
-      deletes: {
+      copyData: { type: "boolean" },
+      copies: {
         type: "array",
-        maxItems: FEATURES_PER_PAGE,
-        items: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+        maxItems: SERVICES_PER_CALL,
+        items: {
+          type: "object",
+          properties: {
+            id: ID,
+            mode: { enum: ["copy", "reference", null] },
+            originModified: { type: ["integer", "null"] },
+            editable: { type: "boolean" },
+            layers: CURSOR_LIST,
+          },
+          required: ["id", "mode", "originModified", "editable", "layers"],
+        },
       },
-      rowsNext: CURSOR,
-      deletesNext: CURSOR,
-      done: { type: "boolean" },
     },
-    required: ["features", "deletes", "rowsNext", "deletesNext", "done"],
+    required: ["copyData", "copies"],
   },
+  copyDefine: {
+    type: "object",
+    properties: {
+      decision: {
+        type: "object",
+        properties: {
+          mode: { enum: ["current", "copy", "reference", "failed"] },
+          reason: { type: "string", maxLength: 4000 },
+        },
+        required: ["mode"],
+      },
+      layers: CURSOR_LIST,
+    },
+    required: ["decision", "layers"],
+  },
+  copyPage: { type: "object", properties: { outcome: COUNTS }, required: ["outcome"] },
+  copyEdits: {
+    type: "object",
+    properties: { page: PAGE, seen: LAYER_CURSOR, next: LAYER_CURSOR },
+    required: ["page", "seen", "next"],
+  },
+  copyEditsDone: { type: "object", properties: { success: { const: true } }, required: ["success"] },
 };

@@ -47,9 +47,37 @@ export interface ServiceState {
 export interface ChangePage {
   features: { attributes: Record<string, unknown>; geometry: unknown; attachments?: AttachmentPackage[] }[];
   deletes: number[];
+  /**
+   * The edit moment of each feature and of each delete, in the sender's clock, and the GlobalID
+   * each deleted feature had: what the origin needs to decide a conflict (`layer-edits.ts`).
+   */
+  moments?: number[];
+  deleteMoments?: number[];
+  deleteGlobalIds?: (string | null)[];
   rowsNext: ChangeCursor;
   deletesNext: ChangeCursor;
   done: boolean;
+}
+
+/** What a stored service's row holds, parsed. */
+export interface ServiceParts {
+  definition: ServiceProperties;
+  layers: LayerDefinition[];
+  tables: LayerDefinition[];
+}
+
+export const serviceParts = (row: { definition: string; layers: string; tables: string }): ServiceParts => ({
+  definition: JSON.parse(row.definition) as ServiceProperties,
+  layers: JSON.parse(row.layers) as LayerDefinition[],
+  tables: JSON.parse(row.tables) as LayerDefinition[],
+});
+
+/** Where a reader of a layer's changes starts and stops. */
+export interface ChangeWindow {
+  rowsAfter: ChangeCursor;
+  deletesAfter: ChangeCursor;
+  upTo: number;
+  maxBytes?: number;
 }
 
 export interface AttachmentPackage {
@@ -62,7 +90,12 @@ export interface AttachmentPackage {
   content: string;
 }
 
-async function offeredIds(q: Queryable, groupId: string, ids: readonly string[]): Promise<Set<string>> {
+/** The items among `ids` that the linked group offers: shared to it, not themselves received copies. */
+export async function offeredIds(
+  q: Queryable,
+  groupId: string,
+  ids: readonly string[],
+): Promise<Set<string>> {
   if (ids.length === 0) return new Set();
   const rows = await q
     .selectFrom("item_shares as s")
@@ -157,49 +190,55 @@ export function rowFeature(schema: LayerSchema, row: Record<string, unknown>) {
 /**
  * One page of layer `layerId`'s changes after the cursors and up to `upTo`: rows written (every
  * field, the geometry, the attachments whole) and object ids deleted. Undefined when the item is
- * not offered or has no such stored layer.
+ * not offered or has no such stored layer. What a sync stored from the caller is left out.
  */
 export async function layerChanges(
   q: Queryable,
   groupId: string,
-  request: {
-    id: string;
-    layerId: number;
-    rowsAfter: ChangeCursor;
-    deletesAfter: ChangeCursor;
-    upTo: number;
-    maxBytes?: number;
-  },
+  request: ChangeWindow & { id: string; layerId: number },
+  caller: string,
 ): Promise<ChangePage | undefined> {
   if (!(await offeredIds(q, groupId, [request.id])).has(request.id)) return undefined;
-  const row = await findServiceOfItem(q, request.id);
+  return readChanges(q, request.id, request.layerId, request, caller);
+}
+
+/**
+ * A page of the changes of layer `layerId` of hosted service `itemId` in `window`, leaving out
+ * what a sync stored from `exceptFrom`; undefined when the item has no such stored layer.
+ */
+export async function readChanges(
+  q: Queryable,
+  itemId: string,
+  layerId: number,
+  window: ChangeWindow,
+  exceptFrom: string,
+): Promise<ChangePage | undefined> {
+  const row = await findServiceOfItem(q, itemId);
   if (!row) return undefined;
-  const service = {
-    definition: JSON.parse(row.definition) as ServiceProperties,
-    layers: JSON.parse(row.layers) as LayerDefinition[],
-    tables: JSON.parse(row.tables) as LayerDefinition[],
-  };
-  const schema = schemaOfLayer(service, request.layerId);
-  if (!schema || !(await layerStates(q, request.id)).has(request.layerId)) return undefined;
+  const service = serviceParts(row);
+  const schema = schemaOfLayer(service, layerId);
+  if (!schema || !(await layerStates(q, itemId)).has(layerId)) return undefined;
   const withAttachments =
-    [...service.layers, ...service.tables].find((l) => l.id === request.layerId)?.hasAttachments === true;
+    [...service.layers, ...service.tables].find((l) => l.id === layerId)?.hasAttachments === true;
   const rows = await changedRows(
     q,
-    request.id,
-    request.layerId,
-    request.rowsAfter,
-    request.upTo,
+    itemId,
+    layerId,
+    window.rowsAfter,
+    window.upTo,
     FEATURES_PER_PAGE,
+    exceptFrom,
   );
   const features: ChangePage["features"] = [];
-  const pageBytes = Math.min(PAGE_BYTES, request.maxBytes ?? PAGE_BYTES);
+  const moments: number[] = [];
+  const pageBytes = Math.min(PAGE_BYTES, window.maxBytes ?? PAGE_BYTES);
   let bytes = 0;
-  let rowsNext = request.rowsAfter;
+  let rowsNext = window.rowsAfter;
   for (const r of rows) {
     const feature: ChangePage["features"][number] = rowFeature(schema, r);
     const objectId = Number(r[OID_COLUMN]);
     if (withAttachments) {
-      const stored = await listAttachments(q, request.id, request.layerId, objectId);
+      const stored = await listAttachments(q, itemId, layerId, objectId);
       const packages: AttachmentPackage[] = [];
       for (const a of stored) {
         const chunks: Buffer[] = [];
@@ -220,22 +259,27 @@ export async function layerChanges(
     bytes += size;
     features.push(feature);
     rowsNext = { moment: Number(r.edit_moment), objectId };
+    moments.push(rowsNext.moment);
   }
   const rowsDone = features.length === rows.length && rows.length < FEATURES_PER_PAGE;
   const tombstones = await deletedRows(
     q,
-    request.id,
-    request.layerId,
-    request.deletesAfter,
-    request.upTo,
+    itemId,
+    layerId,
+    window.deletesAfter,
+    window.upTo,
     FEATURES_PER_PAGE,
+    exceptFrom,
   );
   const last = tombstones[tombstones.length - 1];
   return {
     features,
     deletes: tombstones.map((t) => t.objectId),
+    moments,
+    deleteMoments: tombstones.map((t) => t.moment),
+    deleteGlobalIds: tombstones.map((t) => t.globalId),
     rowsNext,
-    deletesNext: last ?? request.deletesAfter,
+    deletesNext: last ? { moment: last.moment, objectId: last.objectId } : window.deletesAfter,
     done: rowsDone && tombstones.length < FEATURES_PER_PAGE,
   };
 }

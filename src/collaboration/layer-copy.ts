@@ -50,13 +50,31 @@ import { base64Bytes } from "./peer-messages.js";
  * so a sync cut off anywhere resumes after the last page stored and never stores a row twice
  * (rows are keyed by the origin's object ids).
  *
- * Copies are read-only (`capabilities` `Query`): edits on the copy would not travel back, and the
- * origin's next change of a feature overwrites it. Edits travelling back (bidirectional sync) are
- * a later step; a copy's object ids being its origin's is what that step would build on.
+ * A copy is read-only (`capabilities` `Query`) unless its workspace is `bidirectionalSyncCapable`
+ * and every layer of the service has a GlobalID field (features are matched by it across portals,
+ * as ArcGIS requires GlobalIDs for sync): then it keeps its origin's capabilities, and the edits
+ * made on it travel back to the origin at the next sync (`layer-edits.ts`).
  */
 
-/** What the copy's service allows: reading. */
+/** What a read-only copy's service allows: reading. */
 export const COPY_CAPABILITIES = "Query";
+
+/** Why a copy in a bidirectional workspace stays read-only, or undefined when it can be edited. */
+export function notEditable(
+  state: Pick<ServiceState, "definition" | "layers" | "tables">,
+): string | undefined {
+  for (const [list, kind] of [
+    [state.layers, "layer"],
+    [state.tables, "table"],
+  ] as const) {
+    for (const l of list) {
+      const fields = Array.isArray(l.fields) ? l.fields : [];
+      if (!fields.some((f) => (f as { type?: unknown }).type === "esriFieldTypeGlobalID"))
+        return `${kind} ${l.id} has no GlobalID field (edits travel back only with GlobalIDs)`;
+    }
+  }
+  return undefined;
+}
 
 const createSpec = p.json<CreateParameters>(createParametersSchema, { check: checkCreateParameters });
 const addSpec = p.json<AddToDefinition>(addToDefinitionSchema);
@@ -86,13 +104,29 @@ export interface LayerOutcome {
   notProcessed?: string;
 }
 
+/** A feature both sides changed since the copy last took the origin's changes, and who won (`layer-edits.ts`). */
+export interface Conflict {
+  objectId: number;
+  winner: "origin" | "copy";
+  reason: string;
+}
+
+/** What moved of one layer in a sync, and in a bidirectional workspace what came back from the copy. */
+export interface LayerReport extends LayerOutcome {
+  /** The copy's own edits stored at the origin (bidirectional workspaces). */
+  editsBack?: LayerOutcome;
+  conflicts?: Conflict[];
+}
+
 export interface DataOutcome {
   /** The origin item's id, as in the task's other lists. */
   id: string;
   title: string;
   mode: "copy" | "reference" | "failed";
   reason?: string;
-  layers: LayerOutcome[];
+  /** Why a copy in a bidirectional workspace stays read-only. */
+  readOnly?: string;
+  layers: LayerReport[];
 }
 
 const MAX_FAILURES_LISTED = 20;
@@ -126,21 +160,31 @@ export async function saveDataCopy(q: Queryable, row: DataCopyTable): Promise<vo
     .execute();
 }
 
-export async function layerCursors(q: Queryable, itemId: string): Promise<Map<number, LayerCursor>> {
-  const rows = await q
-    .selectFrom("collaboration_layer_cursors")
-    .selectAll()
-    .where("item_id", "=", itemId)
-    .execute();
+type CursorTable = "collaboration_layer_cursors" | "collaboration_layer_sends";
+
+async function cursorsIn(
+  q: Queryable,
+  table: CursorTable,
+  itemId: string,
+): Promise<Map<number, LayerCursor>> {
+  const rows = await q.selectFrom(table).selectAll().where("item_id", "=", itemId).execute();
   return new Map(rows.map((r) => [Number(r.layer_id), cursorOf(r)]));
 }
+
+/** How far each layer of copy `itemId` has taken its origin's changes (in the origin's moments). */
+export const layerCursors = (q: Queryable, itemId: string) =>
+  cursorsIn(q, "collaboration_layer_cursors", itemId);
+
+/** How far each layer of copy `itemId` has sent its own edits to the origin (in the copy's moments). */
+export const sendCursors = (q: Queryable, itemId: string) =>
+  cursorsIn(q, "collaboration_layer_sends", itemId);
 
 const cursorOf = (r: LayerCursorTable): LayerCursor => ({
   rows: { moment: Number(r.rows_moment), objectId: Number(r.rows_oid) },
   deletes: { moment: Number(r.deletes_moment), objectId: Number(r.deletes_oid) },
 });
 
-async function saveCursor(q: Queryable, itemId: string, layerId: number, c: LayerCursor): Promise<void> {
+async function saveIn(q: Queryable, table: CursorTable, itemId: string, layerId: number, c: LayerCursor) {
   const values = {
     rows_moment: c.rows.moment,
     rows_oid: c.rows.objectId,
@@ -148,9 +192,30 @@ async function saveCursor(q: Queryable, itemId: string, layerId: number, c: Laye
     deletes_oid: c.deletes.objectId,
   };
   await q
-    .insertInto("collaboration_layer_cursors")
+    .insertInto(table)
     .values({ item_id: itemId, layer_id: layerId, ...values })
     .onConflict((oc) => oc.columns(["item_id", "layer_id"]).doUpdateSet(values))
+    .execute();
+}
+
+const saveCursor = (q: Queryable, itemId: string, layerId: number, c: LayerCursor) =>
+  saveIn(q, "collaboration_layer_cursors", itemId, layerId, c);
+
+export const saveSendCursor = (q: Queryable, itemId: string, layerId: number, c: LayerCursor) =>
+  saveIn(q, "collaboration_layer_sends", itemId, layerId, c);
+
+/** Notes that layer `layerId` of `itemId` stored, at `moment`, what a sync brought from `portalId`. */
+export async function recordApplied(
+  q: Queryable,
+  itemId: string,
+  layerId: number,
+  moment: number,
+  portalId: string,
+): Promise<void> {
+  await q
+    .insertInto("collaboration_applied_moments")
+    .values({ item_id: itemId, layer_id: layerId, moment, portal_id: portalId })
+    .onConflict((oc) => oc.columns(["item_id", "layer_id", "moment"]).doNothing())
     .execute();
 }
 
@@ -161,14 +226,16 @@ type Checked<T> = { ok: true; value: T } | { ok: false; reason: string };
  * and `addToDefinition` check a caller's: the same schemas, the same cross-checks, each layer's
  * schema built and completed as when a client adds it. The reason when it cannot be held here.
  */
-export function copyDefinition(state: ServiceState, name: string): Checked<StoredService> {
-  const params = createSpec.parse(
-    JSON.stringify({ ...state.definition, name, capabilities: COPY_CAPABILITIES }),
-  );
+export function copyDefinition(state: ServiceState, name: string, editable: boolean): Checked<StoredService> {
+  const capabilities = editable ? state.definition.capabilities : COPY_CAPABILITIES;
+  const params = createSpec.parse(JSON.stringify({ ...state.definition, name, capabilities }));
   if (!params.ok) return { ok: false, reason: `its service definition ${params.reason}` };
   const empty: StoredService = { name, definition: buildDefinition(params.value), layers: [], tables: [] };
   if (state.layers.length + state.tables.length === 0) return { ok: true, value: empty };
-  const add = addSpec.parse(JSON.stringify({ layers: state.layers, tables: state.tables }));
+  // A layer's own capabilities would override the service's: a read-only copy's layers read only.
+  const own = (l: LayerDefinition) =>
+    editable || l.capabilities === undefined ? l : { ...l, capabilities: COPY_CAPABILITIES };
+  const add = addSpec.parse(JSON.stringify({ layers: state.layers.map(own), tables: state.tables.map(own) }));
   if (!add.ok) return { ok: false, reason: `its layers ${add.reason}` };
   try {
     const { service } = addToDefinition(empty, add.value);
@@ -221,10 +288,11 @@ export async function applyServiceState(
   itemId: string,
   state: ServiceState,
   servicesBase: string,
+  editable: boolean,
 ): Promise<Checked<{ created: boolean }>> {
   const existing = await findServiceOfItem(db.kysely, itemId);
   const name = existing?.name ?? (await freeName(db.kysely, state.name));
-  const checked = copyDefinition(state, name);
+  const checked = copyDefinition(state, name, editable);
   if (!checked.ok) return checked;
   const next = checked.value;
   const now = Date.now();
@@ -241,10 +309,12 @@ export async function applyServiceState(
         is_view: 0,
         created: now,
         modified: now,
+        read_only: editable ? 0 : 1,
       });
       for (const schema of after.values()) {
         await createLayerStorage(trx, db, itemId, schema, now);
         await saveCursor(trx, itemId, schema.id, START);
+        await saveSendCursor(trx, itemId, schema.id, START);
       }
       await updateItem(trx, itemId, { url: `${servicesBase}/${name}/FeatureServer` });
     } else {
@@ -258,11 +328,13 @@ export async function applyServiceState(
         const now2 = after.get(id);
         if (!now2 || now2.kind !== old.kind || now2.geometryType !== old.geometryType) {
           await dropLayerStorage(trx, itemId, id);
-          await trx
-            .deleteFrom("collaboration_layer_cursors")
-            .where("item_id", "=", itemId)
-            .where("layer_id", "=", id)
-            .execute();
+          for (const table of [
+            "collaboration_layer_cursors",
+            "collaboration_layer_sends",
+            "collaboration_applied_moments",
+            "collaboration_feature_moments",
+          ] as const)
+            await trx.deleteFrom(table).where("item_id", "=", itemId).where("layer_id", "=", id).execute();
         }
       }
       for (const [id, schema] of after) {
@@ -270,6 +342,7 @@ export async function applyServiceState(
         if (!old || old.kind !== schema.kind || old.geometryType !== schema.geometryType) {
           await createLayerStorage(trx, db, itemId, schema, now);
           await saveCursor(trx, itemId, id, START);
+          await saveSendCursor(trx, itemId, id, START);
           continue;
         }
         const oldByColumn = new Map(old.fields.map((f) => [f.column, f]));
@@ -297,6 +370,7 @@ export async function applyServiceState(
           definition: JSON.stringify(next.definition),
           layers: JSON.stringify(next.layers),
           tables: JSON.stringify(next.tables),
+          read_only: editable ? 0 : 1,
           // `modified` versions the layer schemas cached by the feature data service: it only grows.
           modified: sql<number>`CASE WHEN modified >= ${now} THEN modified + 1 ELSE ${now} END`,
         })
@@ -341,7 +415,7 @@ function copiedRow(
   return { ok: true, value: { row: { objectId: oid, columns, geometry: geometry ?? null }, attachments } };
 }
 
-interface AttachmentIn {
+export interface AttachmentIn {
   id: number;
   globalId: string;
   name: string;
@@ -378,12 +452,200 @@ function checkAttachment(raw: unknown): Checked<AttachmentIn> {
   };
 }
 
+/** A layer of a stored service, opened to write into it. */
+export interface WritableLayer {
+  schema: LayerSchema;
+  withAttachments: boolean;
+}
+
+/** Layer `layerId` of hosted service `itemId`, read in `trx`. */
+export async function openLayer(trx: Queryable, itemId: string, layerId: number): Promise<WritableLayer> {
+  const row = await findServiceOfItem(trx, itemId);
+  if (!row) throw new Error("the service is gone");
+  const service: StoredService = {
+    name: row.name,
+    definition: JSON.parse(row.definition),
+    layers: JSON.parse(row.layers),
+    tables: JSON.parse(row.tables),
+  };
+  const schema = schemasOf(service).get(layerId);
+  if (!schema) throw new Error(`the service has no layer ${layerId}`);
+  const withAttachments =
+    [...service.layers, ...service.tables].find((l) => l.id === layerId)?.hasAttachments === true;
+  return { schema, withAttachments };
+}
+
+/** A feature of a page that passed the checks of `applyEdits`, with its place in the page. */
+export interface CheckedFeature {
+  row: RowWrite;
+  attachments: AttachmentIn[];
+  index: number;
+}
+
+/**
+ * The features of a page as this layer would store them: each checked as `applyEdits` checks an
+ * add, and its attachments as `addAttachment` checks one; a feature that fails, fails alone.
+ */
+export function checkFeatures(
+  layer: WritableLayer,
+  features: readonly unknown[],
+  now: number,
+  counts: LayerOutcome,
+): Map<number, CheckedFeature> {
+  const rows = new Map<number, CheckedFeature>();
+  for (const [index, feature] of features.entries()) {
+    const oid = (feature as { attributes?: Record<string, unknown> })?.attributes?.[
+      layer.schema.objectIdField.name
+    ];
+    const label = typeof oid === "number" ? oid : null;
+    const c = copiedRow(layer.schema, feature, now);
+    if (!c.ok) {
+      failOne(counts, label, c.reason);
+      continue;
+    }
+    if (rows.has(c.value.row.objectId)) {
+      failOne(counts, label, "sent twice in one page");
+      continue;
+    }
+    const attachments: AttachmentIn[] = [];
+    for (const raw of layer.withAttachments ? c.value.attachments : []) {
+      const a = checkAttachment(raw);
+      if (!a.ok) failOne(counts, label, a.reason);
+      else attachments.push(a.value);
+    }
+    rows.set(c.value.row.objectId, { row: c.value.row, attachments, index });
+  }
+  return rows;
+}
+
+/** Which features hold the attachments `ids` of a layer, by attachment id. */
+export async function attachmentOwners(
+  q: Queryable,
+  itemId: string,
+  layerId: number,
+  ids: readonly number[],
+): Promise<Map<number, number>> {
+  if (ids.length === 0) return new Map();
+  const rows = await q
+    .selectFrom("feature_attachments")
+    .select(["attachment_id", "object_id"])
+    .where("item_id", "=", itemId)
+    .where("layer_id", "=", layerId)
+    .where("attachment_id", "in", [...ids])
+    .execute();
+  return new Map(rows.map((r) => [Number(r.attachment_id), Number(r.object_id)]));
+}
+
+/** `count` fresh attachment ids of a layer: the first. */
+export async function takeAttachmentIds(q: Queryable, itemId: string, layerId: number, count: number) {
+  const r = await sql<{ next_attachment_id: number }>`
+    UPDATE feature_layers SET next_attachment_id = next_attachment_id + ${count}
+    WHERE item_id = ${itemId} AND layer_id = ${layerId} RETURNING next_attachment_id
+  `.execute(q);
+  return Number(r.rows[0]?.next_attachment_id ?? count) - count;
+}
+
+/**
+ * Writes features whole at `moment` (a row they replace goes with its attachments, and so does a
+ * tombstone of theirs: a feature deleted here and written again by a sync lives again), with
+ * their attachments, keeping the layer's next object and attachment ids past theirs. Counts each
+ * as added or updated. An attachment id held here by another feature is moved out of the way
+ * first: on a copy, the origin's ids are the truth, and that other feature's attachment was added
+ * on the copy and goes to the origin with its new id (the origin renumbers clashes before it
+ * writes, `layer-edits.ts`, so there it never happens).
+ */
+export async function writeFeatures(
+  trx: Queryable,
+  db: Db,
+  itemId: string,
+  layer: WritableLayer,
+  features: readonly CheckedFeature[],
+  moment: number,
+  counts: LayerOutcome,
+): Promise<void> {
+  if (features.length === 0) return;
+  const { schema } = layer;
+  const ids = features.map((f) => f.row.objectId);
+  const had = await existingRows(trx, itemId, schema, ids);
+  // Replaced whole: the old row and its attachments go (no tombstone: the feature stays).
+  await deleteRows(trx, itemId, schema, ids, undefined);
+  await trx
+    .deleteFrom("feature_deletes")
+    .where("item_id", "=", itemId)
+    .where("layer_id", "=", schema.id)
+    .where("object_id", "in", ids)
+    .execute();
+  await insertRows(
+    trx,
+    db,
+    itemId,
+    schema,
+    features.map((f) => f.row),
+    moment,
+  );
+  await reserveObjectIds(trx, itemId, schema.id, Math.max(...ids) + 1);
+  const incoming = features.flatMap((f) => f.attachments.map((a) => a.id));
+  const owners = await attachmentOwners(trx, itemId, schema.id, incoming);
+  for (const [attachmentId, owner] of owners) {
+    const fresh = await takeAttachmentIds(trx, itemId, schema.id, 1);
+    await trx
+      .updateTable("feature_attachments")
+      .set({ attachment_id: fresh })
+      .where("item_id", "=", itemId)
+      .where("layer_id", "=", schema.id)
+      .where("attachment_id", "=", attachmentId)
+      .where("object_id", "=", owner)
+      .execute();
+  }
+  let maxAttachment = 0;
+  for (const f of features) {
+    if (had.has(f.row.objectId)) counts.updated++;
+    else counts.added++;
+    for (const a of f.attachments) {
+      await insertAttachment(
+        trx,
+        {
+          itemId,
+          layerId: schema.id,
+          objectId: f.row.objectId,
+          attachmentId: a.id,
+          globalId: a.globalId,
+          name: a.name,
+          contentType: a.contentType,
+          keywords: a.keywords,
+        },
+        { data: a.bytes },
+      );
+      maxAttachment = Math.max(maxAttachment, a.id);
+    }
+  }
+  if (maxAttachment > 0) {
+    await trx
+      .updateTable("feature_layers")
+      .set({ next_attachment_id: maxAttachment + 1 })
+      .where("item_id", "=", itemId)
+      .where("layer_id", "=", schema.id)
+      .where("next_attachment_id", "<=", maxAttachment)
+      .execute();
+  }
+}
+
+export function addCounts(outcome: LayerOutcome, counts: LayerOutcome) {
+  outcome.added += counts.added;
+  outcome.updated += counts.updated;
+  outcome.deleted += counts.deleted;
+  outcome.failed += counts.failed;
+  for (const f of counts.failures)
+    if (outcome.failures.length < MAX_FAILURES_LISTED) outcome.failures.push(f);
+}
+
 /**
  * Applies one page of a layer's changes to the copy, with the cursor it reaches (`cursor`), in
  * one transaction. Rows are replaced whole by object id (a row the copy had is counted updated),
  * with their attachments; deletes remove rows and attachments. A feature that fails its checks
  * fails alone, and the cursor moves past it all the same: the next change of it at the origin
- * brings it again.
+ * brings it again. The page's moment is noted as coming from `origin`, so that the copy's own
+ * edits, sent back in a bidirectional workspace, leave it out.
  */
 export async function applyPage(
   db: Db,
@@ -392,94 +654,21 @@ export async function applyPage(
   page: Pick<ChangePage, "features" | "deletes">,
   cursor: LayerCursor,
   outcome: LayerOutcome,
+  origin: string,
 ): Promise<void> {
   const counts = newLayerOutcome(layerId);
   await db.transaction(async (trx) => {
-    const row = await findServiceOfItem(trx, itemId);
-    if (!row) throw new Error("the copy's service is gone");
-    const service: StoredService = {
-      name: row.name,
-      definition: JSON.parse(row.definition),
-      layers: JSON.parse(row.layers),
-      tables: JSON.parse(row.tables),
-    };
-    const schema = schemasOf(service).get(layerId);
-    if (!schema) throw new Error(`the copy has no layer ${layerId}`);
-    const withAttachments =
-      [...service.layers, ...service.tables].find((l) => l.id === layerId)?.hasAttachments === true;
+    const layer = await openLayer(trx, itemId, layerId);
     const now = Date.now();
     const edit = await beginLayerEdit(trx, itemId, layerId, now, 0);
     if (!edit) throw new Error(`layer ${layerId} of the copy holds no data`);
-    const rows = new Map<number, { row: RowWrite; attachments: unknown[] }>();
-    for (const feature of page.features) {
-      const c = copiedRow(schema, feature, now);
-      const oid = (feature as { attributes?: Record<string, unknown> })?.attributes?.[
-        schema.objectIdField.name
-      ];
-      const label = typeof oid === "number" ? oid : null;
-      if (!c.ok) failOne(counts, label, c.reason);
-      else if (rows.has(c.value.row.objectId)) failOne(counts, label, "sent twice in one page");
-      else rows.set(c.value.row.objectId, c.value);
-    }
-    const ids = [...rows.keys()];
-    const had = ids.length > 0 ? await existingRows(trx, itemId, schema, ids) : new Map();
-    // Replaced whole: the old row and its attachments go (no tombstone: the feature stays).
-    await deleteRows(trx, itemId, schema, ids, undefined);
-    await insertRows(
-      trx,
-      db,
-      itemId,
-      schema,
-      [...rows.values()].map((r) => r.row),
-      edit.moment,
-    );
-    if (ids.length > 0) await reserveObjectIds(trx, itemId, layerId, Math.max(...ids) + 1);
-    let maxAttachment = 0;
-    for (const [oid, r] of rows) {
-      if (had.has(oid)) counts.updated++;
-      else counts.added++;
-      if (!withAttachments) continue;
-      for (const raw of r.attachments) {
-        const a = checkAttachment(raw);
-        if (!a.ok) {
-          failOne(counts, oid, a.reason);
-          continue;
-        }
-        await insertAttachment(
-          trx,
-          {
-            itemId,
-            layerId,
-            objectId: oid,
-            attachmentId: a.value.id,
-            globalId: a.value.globalId,
-            name: a.value.name,
-            contentType: a.value.contentType,
-            keywords: a.value.keywords,
-          },
-          { data: a.value.bytes },
-        );
-        maxAttachment = Math.max(maxAttachment, a.value.id);
-      }
-    }
-    if (maxAttachment > 0) {
-      await trx
-        .updateTable("feature_layers")
-        .set({ next_attachment_id: maxAttachment + 1 })
-        .where("item_id", "=", itemId)
-        .where("layer_id", "=", layerId)
-        .where("next_attachment_id", "<=", maxAttachment)
-        .execute();
-    }
+    const rows = checkFeatures(layer, page.features, now, counts);
+    await writeFeatures(trx, db, itemId, layer, [...rows.values()], edit.moment, counts);
     const deletes = page.deletes.filter((d) => !rows.has(d));
     if (deletes.length > 0)
-      counts.deleted += (await deleteRows(trx, itemId, schema, deletes, edit.moment)).size;
+      counts.deleted += (await deleteRows(trx, itemId, layer.schema, deletes, edit.moment)).size;
+    if (rows.size + deletes.length > 0) await recordApplied(trx, itemId, layerId, edit.moment, origin);
     await saveCursor(trx, itemId, layerId, cursor);
   });
-  outcome.added += counts.added;
-  outcome.updated += counts.updated;
-  outcome.deleted += counts.deleted;
-  outcome.failed += counts.failed;
-  for (const f of counts.failures)
-    if (outcome.failures.length < MAX_FAILURES_LISTED) outcome.failures.push(f);
+  addCounts(outcome, counts);
 }

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from "../db/database.js";
-import type { ParticipantTable } from "../db/schema.js";
+import type { ParticipantTable, WorkspaceLinkTable, WorkspaceTable } from "../db/schema.js";
 import { errors } from "../errors.js";
 import {
   findCollaboration,
@@ -13,7 +13,16 @@ import { heldVersions } from "./copy.repository.js";
 import { dropCollaboration, dropGuest, dropWorkspaces } from "./drop-cascade.js";
 import { hostState } from "./host-state.js";
 import { rekeyProof } from "./key.service.js";
-import { layerChanges, serviceStates } from "./layer-copy-source.js";
+import {
+  copyDefine,
+  copyEdits,
+  copyEditsDone,
+  copyPage,
+  copyState,
+  type PeerCopyContext,
+  takeGuestEdits,
+} from "./layer-copy-peer.js";
+import { layerChanges, offeredIds, type ServiceState, serviceStates } from "./layer-copy-source.js";
 import {
   ANSWER_SIGNATURE_HEADER,
   answerDocument,
@@ -203,9 +212,31 @@ export class PeerEndpoint {
           this.db.kysely,
           link.group_id,
           body as unknown as Parameters<typeof layerChanges>[2],
+          from.portal_id,
         );
         if (!page) throw errors.itemNotFound(String(body.id));
         return page as unknown as Record<string, unknown>;
+      }
+      case "layerEdits": {
+        if (!hostToGuest) throw errors.accessModeRefused("receive from");
+        if (!(await offeredIds(this.db.kysely, link.group_id, [String(body.id)])).has(String(body.id)))
+          throw errors.itemNotFound(String(body.id));
+        const ctx = await this.copyContext(workspaceId, link, ws, from.portal_id, selfId);
+        return takeGuestEdits(ctx, body as unknown as Parameters<typeof takeGuestEdits>[1]);
+      }
+      case "copyState":
+      case "copyDefine":
+      case "copyPage":
+      case "copyEdits":
+      case "copyEditsDone": {
+        if (!guestToHost) throw errors.accessModeRefused("send to");
+        const ctx = await this.copyContext(workspaceId, link, ws, from.portal_id, selfId);
+        const b = body as never;
+        if (envelope.op === "copyState") return copyState(ctx, ids);
+        if (envelope.op === "copyDefine") return copyDefine(ctx, (body as { service: ServiceState }).service);
+        if (envelope.op === "copyPage") return copyPage(ctx, b);
+        if (envelope.op === "copyEdits") return copyEdits(ctx, b);
+        return copyEditsDone(ctx, b);
       }
       case "holdings":
         if (!guestToHost) throw errors.accessModeRefused("send to");
@@ -230,6 +261,19 @@ export class PeerEndpoint {
       default:
         throw errors.invalidParameter("op", `'${envelope.op}' is not an operation a host answers`);
     }
+  }
+
+  /** What the host's answers about layer data need: the workspace, its link and config, this portal's address. */
+  private async copyContext(
+    workspaceId: string,
+    link: WorkspaceLinkTable,
+    ws: WorkspaceTable,
+    guest: string,
+    selfId: string,
+  ): Promise<PeerCopyContext> {
+    const self = await findParticipant(this.db.kysely, ws.collaboration_id, selfId);
+    if (!self) throw errors.workspaceNotFound(workspaceId);
+    return { db: this.db, workspaceId, link, config: workspaceConfig(ws), guest, selfUrl: self.portal_url };
   }
 }
 

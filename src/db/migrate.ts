@@ -24,6 +24,8 @@ import * as m0020 from "./migrations/0020-change-log.js";
 import * as m0023 from "./migrations/0023-feature-edit-tracking.js";
 import * as m0025 from "./migrations/0025-peer-notices.js";
 import * as m0026 from "./migrations/0026-key-rotation.js";
+import * as m0027 from "./migrations/0027-bidirectional-layer-sync.js";
+import * as m0028 from "./migrations/0028-read-only-copies.js";
 
 /**
  * Forward-only migrations, applied in name order at start-up. Add a new file for every change;
@@ -53,6 +55,8 @@ const MIGRATIONS: Record<string, { up(db: Kysely<unknown>, engine: Engine): Prom
   "0023-feature-edit-tracking": m0023,
   "0025-peer-notices": m0025,
   "0026-key-rotation": m0026,
+  "0027-bidirectional-layer-sync": m0027,
+  "0028-read-only-copies": m0028,
 };
 
 /** Every migration this version knows, in order. */

@@ -51,6 +51,9 @@ export interface Database {
   collaboration_copies: CopyTable;
   collaboration_data_copies: DataCopyTable;
   collaboration_layer_cursors: LayerCursorTable;
+  collaboration_layer_sends: LayerCursorTable;
+  collaboration_applied_moments: AppliedMomentTable;
+  collaboration_feature_moments: FeatureMomentTable;
   feature_deletes: FeatureDeleteTable;
   sync_jobs: SyncJobTable;
   sync_schedules: SyncScheduleTable;
@@ -444,6 +447,8 @@ export interface FeatureServiceTable {
   is_view: number;
   created: number;
   modified: number;
+  /** Migration 0028: 1 for a collaboration copy that refuses every edit (not bidirectional). */
+  read_only: Generated<number>;
 }
 
 /** The stored layers of hosted services (migration 0010); their rows are in `fl_*` tables. */
@@ -659,6 +664,25 @@ export interface FeatureDeleteTable {
   item_id: string;
   layer_id: number;
   object_id: number;
+  edit_moment: number;
+  /** Migration 0027: the feature's GlobalID, when its layer has them. */
+  global_id: string | null;
+}
+
+/** Moments at which a layer stored what a sync brought from a peer (migration 0027). */
+export interface AppliedMomentTable {
+  item_id: string;
+  layer_id: number;
+  moment: number;
+  portal_id: string;
+}
+
+/** The source's edit moment of a feature a sync wrote, while its row keeps `row_moment` (migration 0027). */
+export interface FeatureMomentTable {
+  item_id: string;
+  layer_id: number;
+  object_id: number;
+  row_moment: number;
   edit_moment: number;
 }
 

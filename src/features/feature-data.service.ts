@@ -168,6 +168,11 @@ export class FeatureDataService {
    * Public for the attachments of the layer's features, which follow the same rules.
    */
   authorize(open: OpenLayer, operation: Operation): OwnershipRestriction | undefined {
+    if (operation !== "query" && Number(open.row.read_only) === 1) {
+      throw errors.forbidden(
+        `Service '${open.row.name}' is a copy received through a distributed collaboration whose workspace is not bidirectionalSyncCapable: it is read-only; edit its origin.`,
+      );
+    }
     if (open.privileged) return undefined;
     const caps = this.capabilities(open);
     const named = { query: "query", create: "create", update: "update", delete: "delete" }[operation];

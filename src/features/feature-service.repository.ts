@@ -9,6 +9,8 @@ export interface ServiceRow {
   layers: string;
   tables: string;
   modified: number;
+  /** 1: every edit is refused, the owner's included (a read-only collaboration copy). */
+  read_only: number;
 }
 
 /** Service names are unique regardless of case: `name_key` is the lower-case name, derived here only. */
@@ -17,7 +19,7 @@ export type NewServiceRow = Omit<Insertable<FeatureServiceTable>, "name_key">;
 export function findService(q: Queryable, name: string): Promise<ServiceRow | undefined> {
   return q
     .selectFrom("feature_services")
-    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+    .select(["item_id", "name", "definition", "layers", "tables", "modified", "read_only"])
     .where("name_key", "=", name.toLowerCase())
     .executeTakeFirst();
 }
@@ -26,7 +28,7 @@ export function findService(q: Queryable, name: string): Promise<ServiceRow | un
 export function findServiceOfItem(q: Queryable, itemId: string): Promise<ServiceRow | undefined> {
   return q
     .selectFrom("feature_services")
-    .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+    .select(["item_id", "name", "definition", "layers", "tables", "modified", "read_only"])
     .where("item_id", "=", itemId)
     .executeTakeFirst();
 }

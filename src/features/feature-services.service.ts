@@ -563,7 +563,7 @@ export class FeatureServices {
         .execute();
       const row = await trx
         .selectFrom("feature_services")
-        .select(["item_id", "name", "definition", "layers", "tables", "modified"])
+        .select(["item_id", "name", "definition", "layers", "tables", "modified", "read_only"])
         .where("item_id", "=", itemId)
         .executeTakeFirst();
       const item = await findItem(trx, itemId);

@@ -430,8 +430,8 @@ export function readShape(text: unknown, schema: LayerSchema): Geometry | null {
 
 /** Bound parameters per statement: under SQLite's 32,766 and PostgreSQL's 65,535. */
 const MAX_PARAMETERS = 30_000;
-/** Tombstones per statement: four parameters each. */
-const TOMBSTONES_PER_STATEMENT = Math.floor(MAX_PARAMETERS / 4);
+/** Tombstones per statement: five parameters each. */
+const TOMBSTONES_PER_STATEMENT = Math.floor(MAX_PARAMETERS / 5);
 
 /**
  * Inserts rows (object ids already given), in as few statements as the parameter limits allow.
@@ -543,8 +543,11 @@ export async function deleteRows(
   const perStatement = MAX_PARAMETERS;
   for (let start = 0; start < objectIds.length; start += perStatement) {
     const ids = objectIds.slice(start, start + perStatement);
-    const result = await sql<{ objectid: number }>`
-      DELETE FROM ${id(table)} WHERE ${id(OID_COLUMN)} IN (${sql.join(ids)}) RETURNING ${id(OID_COLUMN)}
+    // The GlobalID goes into the tombstone: a peer matches features by it (migration 0027).
+    const gid = schema.globalIdField?.column;
+    const result = await sql<{ objectid: number; gid: string | null }>`
+      DELETE FROM ${id(table)} WHERE ${id(OID_COLUMN)} IN (${sql.join(ids)})
+      RETURNING ${id(OID_COLUMN)}, ${gid ? id(gid) : sql`NULL`} AS gid
     `.execute(q);
     for (const r of result.rows) gone.add(Number(r.objectid));
     // A feature's attachments go with it, in the same transaction: none outlives its feature.
@@ -553,10 +556,11 @@ export async function deleteRows(
     for (let t = 0; moment !== undefined && t < result.rows.length; t += TOMBSTONES_PER_STATEMENT) {
       const values = result.rows
         .slice(t, t + TOMBSTONES_PER_STATEMENT)
-        .map((r) => sql`(${itemId}, ${schema.id}, ${Number(r.objectid)}, ${moment})`);
+        .map((r) => sql`(${itemId}, ${schema.id}, ${Number(r.objectid)}, ${moment}, ${r.gid ?? null})`);
       await sql`
-        INSERT INTO feature_deletes (item_id, layer_id, object_id, edit_moment) VALUES ${sql.join(values)}
-        ON CONFLICT (item_id, layer_id, object_id) DO UPDATE SET edit_moment = excluded.edit_moment
+        INSERT INTO feature_deletes (item_id, layer_id, object_id, edit_moment, global_id) VALUES ${sql.join(values)}
+        ON CONFLICT (item_id, layer_id, object_id)
+        DO UPDATE SET edit_moment = excluded.edit_moment, global_id = excluded.global_id
       `.execute(q);
     }
   }
@@ -572,7 +576,9 @@ export interface ChangeCursor {
 /**
  * Rows written after `after` and at or before the moment `upTo`, in (moment, object id) order:
  * every column, with the geometry as stored (`shape`). `upTo` is a moment the layer had reached
- * when the reader began, so a page never holds an edit that committed after it.
+ * when the reader began, so a page never holds an edit that committed after it. With
+ * `exceptFrom`, rows a sync stored from that peer at their current moment are left out
+ * (`collaboration_applied_moments`): what came from a peer is not sent back to it.
  */
 export async function changedRows(
   q: AnyQueryable,
@@ -581,18 +587,31 @@ export async function changedRows(
   after: ChangeCursor,
   upTo: number,
   limit: number,
+  exceptFrom?: string,
 ): Promise<Record<string, unknown>[]> {
   const m = id(MOMENT_COLUMN);
   const o = id(OID_COLUMN);
   const found = await sql<Record<string, unknown>>`
-    SELECT * FROM ${id(tableName(itemId, layerId))}
+    SELECT * FROM ${id(tableName(itemId, layerId))} t
     WHERE ${m} <= ${upTo} AND (${m} > ${after.moment} OR (${m} = ${after.moment} AND ${o} > ${after.objectId}))
+      ${exceptFrom === undefined ? sql`` : notApplied(itemId, layerId, sql`t.${m}`, exceptFrom)}
     ORDER BY ${m}, ${o} LIMIT ${limit}
   `.execute(q);
   return found.rows;
 }
 
-/** Tombstones after `after`, up to the moment `upTo`, in (moment, object id) order. */
+const notApplied = (itemId: string, layerId: number, moment: RawBuilder<unknown>, peer: string) => sql`
+  AND NOT EXISTS (
+    SELECT 1 FROM collaboration_applied_moments a
+    WHERE a.item_id = ${itemId} AND a.layer_id = ${layerId} AND a.moment = ${moment} AND a.portal_id = ${peer}
+  )`;
+
+/** A tombstone: its place in the layer's changes, and the GlobalID its feature had (when the layer has them). */
+export interface Tombstone extends ChangeCursor {
+  globalId: string | null;
+}
+
+/** Tombstones after `after`, up to the moment `upTo`, in (moment, object id) order; `exceptFrom` as for rows. */
 export async function deletedRows(
   q: AnyQueryable,
   itemId: string,
@@ -600,14 +619,20 @@ export async function deletedRows(
   after: ChangeCursor,
   upTo: number,
   limit: number,
-): Promise<ChangeCursor[]> {
-  const found = await sql<{ object_id: number; edit_moment: number }>`
-    SELECT object_id, edit_moment FROM feature_deletes
+  exceptFrom?: string,
+): Promise<Tombstone[]> {
+  const found = await sql<{ object_id: number; edit_moment: number; global_id: string | null }>`
+    SELECT object_id, edit_moment, global_id FROM feature_deletes d
     WHERE item_id = ${itemId} AND layer_id = ${layerId} AND edit_moment <= ${upTo}
       AND (edit_moment > ${after.moment} OR (edit_moment = ${after.moment} AND object_id > ${after.objectId}))
+      ${exceptFrom === undefined ? sql`` : notApplied(itemId, layerId, sql`d.edit_moment`, exceptFrom)}
     ORDER BY edit_moment, object_id LIMIT ${limit}
   `.execute(q);
-  return found.rows.map((r) => ({ moment: Number(r.edit_moment), objectId: Number(r.object_id) }));
+  return found.rows.map((r) => ({
+    moment: Number(r.edit_moment),
+    objectId: Number(r.object_id),
+    globalId: r.global_id,
+  }));
 }
 
 /** The object ids among `objectIds` whose rows exist, with their GlobalIDs when the layer has them. */

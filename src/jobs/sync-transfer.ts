@@ -22,7 +22,7 @@ import {
 } from "../collaboration/replication.js";
 import { failTask, finishTask, newTask, record, type TaskResult } from "../collaboration/sync-task.js";
 import type { Db } from "../db/database.js";
-import { copyFeatureData } from "./layer-copy-transfer.js";
+import { copyFeatureData, sendFeatureData } from "./layer-copy-transfer.js";
 
 /**
  * What one sync moves between a guest (this portal) and its host, in each direction: the
@@ -168,6 +168,7 @@ export async function send(ctx: SyncContext): Promise<TaskResult> {
       });
       return r.results;
     });
+    await sendFeatureData(ctx, task);
   } catch (err) {
     failTask(task, err);
   }

@@ -121,7 +121,10 @@ describe("copies of hosted feature layers", () => {
 
   beforeAll(async () => {
     [host, guest] = await Promise.all([startPeer(), startPeer()]);
-    linked = await collaborate(host, [{ portal: guest, mode: "receive" }]);
+    // Not bidirectional: the copy is read-only (bidirectional copies: collaboration-bidirectional.test.ts).
+    linked = await collaborate(host, [{ portal: guest, mode: "receive" }], {
+      config: { bidirectionalSyncCapable: false },
+    });
     guestGroup = linked.guestGroups[0] as string;
     await ok(
       guest.post(
@@ -183,6 +186,14 @@ describe("copies of hosted feature layers", () => {
     expect(definition.hasAttachments).toBe(true);
     const service = await ok(guest.get(copy.url, {}, guest.adminToken), "service");
     expect(service.capabilities).toBe("Query");
+    const refused = await guest.post(
+      `${copyLayer}/applyEdits`,
+      { updates: [{ attributes: { OBJECTID: 1, name: "edited on the copy" } }] },
+      guest.adminToken,
+    );
+    // Refused even to the administrator: edits there would never reach the origin.
+    expect(refused.error?.code).toBe(403);
+    expect(refused.error.details.join(" ")).toMatch(/read-only; edit its origin/);
     const attachments = await ok(
       guest.get(`${copyLayer}/8/attachments`, {}, guest.adminToken),
       "attachments",
