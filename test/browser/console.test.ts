@@ -227,7 +227,7 @@ describe("the administration console in a browser", () => {
     await hostPage.getByRole("button", { name: "Remove console_made" }).waitFor();
     await audit(hostPage, "05-group");
     await hostPage.getByRole("button", { name: "Remove console_made" }).click();
-    await hostPage.getByRole("cell", { name: "console_made" }).waitFor({ state: "detached" });
+    await hostPage.getByRole("cell", { name: "console_made", exact: true }).waitFor({ state: "detached" });
   }, 60_000);
 
   it("browses content to a hosted layer on a map, its fields and its features, paged", async () => {
