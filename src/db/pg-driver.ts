@@ -1,4 +1,10 @@
-import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, TransactionSettings } from "kysely";
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type TransactionSettings,
+} from "kysely";
 import type pg from "pg";
 
 /**
@@ -91,6 +97,24 @@ export function deferred(query: CompiledQuery): CompiledQuery {
   return query;
 }
 
+/** The statements each query made by `inOneMessage` stands for. */
+const groups = new WeakMap<CompiledQuery, readonly CompiledQuery[]>();
+
+/**
+ * One query standing for `statements`, reads to run outside a transaction: this driver sends them
+ * in one simple-protocol message, which PostgreSQL runs as one implicit transaction, so that a
+ * `set_config(..., true)` among them holds for the statements after it and ends with them. The
+ * result's `rows` are one array of rows per statement. If a value cannot be written into the text
+ * (see `inline`), they run in an explicit transaction instead, a round trip each. Its own text is
+ * a call of a function that does not exist, so that a driver that does not know it fails loudly
+ * rather than running something else.
+ */
+export function inOneMessage(statements: readonly CompiledQuery[]): CompiledQuery {
+  const query = CompiledQuery.raw("SELECT portico_statements_sent_in_one_message()", []);
+  groups.set(query, statements);
+  return query;
+}
+
 function identifier(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`invalid savepoint name: ${name}`);
   return name;
@@ -141,6 +165,8 @@ class BatchingConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    const group = groups.get(compiled);
+    if (group) return this.sendGroup(group) as Promise<QueryResult<R>>;
     if (this.inTransaction && deferrable.has(compiled)) {
       const inlined = inline(compiled.sql, compiled.parameters);
       if (inlined !== undefined) {
@@ -149,6 +175,30 @@ class BatchingConnection implements DatabaseConnection {
       }
     }
     return this.send(compiled.sql, compiled.parameters);
+  }
+
+  /** See `inOneMessage`. */
+  private async sendGroup(statements: readonly CompiledQuery[]): Promise<QueryResult<unknown[]>> {
+    if (this.inTransaction) throw new Error("statements sent in one message must not be in a transaction");
+    const texts = statements.map((s) => inline(s.sql, s.parameters));
+    if (texts.every((t) => t !== undefined)) {
+      const results = (await this.client.query(texts.join("; "))) as unknown as
+        | pg.QueryResult
+        | pg.QueryResult[];
+      return { rows: (Array.isArray(results) ? results : [results]).map((r) => r.rows ?? []) };
+    }
+    await this.client.query("BEGIN");
+    try {
+      const rows: unknown[][] = [];
+      for (const s of statements) rows.push((await this.client.query(s.sql, [...s.parameters])).rows);
+      await this.client.query("COMMIT");
+      return { rows };
+    } catch (err) {
+      // The statement's failure is what the caller needs; a connection too broken to roll back
+      // is dropped by the pool (its error event), so that second failure is not lost either.
+      await this.client.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
   }
 
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
