@@ -69,6 +69,8 @@ const GOALS = {
 const MEMORY_WARMUP_S = 1;
 /** Pause after that load, so sockets close and the collector can run before RSS is read. */
 const IDLE_SETTLE_MS = 1500;
+/** Queries in flight while a search case's rotation is sent once before it is measured. */
+const PRIME_PARALLEL = 8;
 /** Parallel createUser calls while seeding; each hashes a password on the libuv pool (4 threads). */
 const SEED_CONCURRENCY = 4;
 
@@ -755,6 +757,8 @@ async function measureSearches(
   });
   const pids = databasePids(session.store);
   for (const c of searchCases(engine.name, session.server.url, token, items)) {
+    const primeMs = await c.prime(PRIME_PARALLEL);
+    say(`  ${c.name}: every query of the rotation once (totals counted) in ${ms(primeMs)}`);
     results.push(
       await measure(
         { ...c, serverPid: session.server.pid, ...(pids === undefined ? {} : { databasePids: pids }) },

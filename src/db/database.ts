@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
 import {
-  CompiledQuery,
+  type CompiledQuery,
   Kysely,
   SqliteAdapter,
   type SqliteDatabase,
@@ -442,12 +442,8 @@ async function openPostgres(
       if (changes.length > 0) feed.wake();
       return result;
     },
-    async readTogether(statements, settings = {}) {
-      const set = Object.entries(settings).map(([name, value]) =>
-        CompiledQuery.raw("SELECT set_config($1, $2, true)", [name, value]),
-      );
-      const { rows } = await kysely.executeQuery<unknown[]>(inOneMessage([...set, ...statements]));
-      return rows.slice(set.length);
+    async readTogether(statements, settings) {
+      return (await kysely.executeQuery<unknown[]>(inOneMessage(statements, settings))).rows;
     },
     async close() {
       reachability.close();

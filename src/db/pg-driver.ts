@@ -97,21 +97,27 @@ export function deferred(query: CompiledQuery): CompiledQuery {
   return query;
 }
 
-/** The statements each query made by `inOneMessage` stands for. */
-const groups = new WeakMap<CompiledQuery, readonly CompiledQuery[]>();
+/** What each query made by `inOneMessage` stands for. */
+const groups = new WeakMap<CompiledQuery, { statements: readonly CompiledQuery[]; settings: number }>();
 
 /**
  * One query standing for `statements`, reads to run outside a transaction: this driver sends them
- * in one simple-protocol message, which PostgreSQL runs as one implicit transaction, so that a
- * `set_config(..., true)` among them holds for the statements after it and ends with them. The
- * result's `rows` are one array of rows per statement. If a value cannot be written into the text
- * (see `inline`), they run in an explicit transaction instead, a round trip each. Its own text is
- * a call of a function that does not exist, so that a driver that does not know it fails loudly
- * rather than running something else.
+ * in one simple-protocol message, which PostgreSQL runs as one implicit transaction, led by
+ * `set_config(name, value, true)` of each of `settings`, which then hold for these statements only
+ * and end with them. The result's `rows` are one array of rows per statement. If a value cannot be
+ * written into the text (see `inline`), they run in an explicit transaction instead, a round trip
+ * each. Its own text calls a function that does not exist, so that a driver that does not know it
+ * fails loudly rather than running something else.
  */
-export function inOneMessage(statements: readonly CompiledQuery[]): CompiledQuery {
+export function inOneMessage(
+  statements: readonly CompiledQuery[],
+  settings: Readonly<Record<string, string>> = {},
+): CompiledQuery {
+  const set = Object.entries(settings).map(([name, value]) =>
+    CompiledQuery.raw("SELECT set_config($1, $2, true)", [name, value]),
+  );
   const query = CompiledQuery.raw("SELECT portico_statements_sent_in_one_message()", []);
-  groups.set(query, statements);
+  groups.set(query, { statements: [...set, ...statements], settings: set.length });
   return query;
 }
 
@@ -166,7 +172,10 @@ class BatchingConnection implements DatabaseConnection {
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     const group = groups.get(compiled);
-    if (group) return this.sendGroup(group) as Promise<QueryResult<R>>;
+    if (group) {
+      const { rows } = await this.sendGroup(group.statements);
+      return { rows: rows.slice(group.settings) as R[] };
+    }
     if (this.inTransaction && deferrable.has(compiled)) {
       const inlined = inline(compiled.sql, compiled.parameters);
       if (inlined !== undefined) {
