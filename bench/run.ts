@@ -835,7 +835,8 @@ function printSummary(
       String(r.errors),
       String(r.non2xx),
       String(r.rejected),
-      ratio(q),
+      // No baseline ran (a search or sync case alone): there is nothing to divide by.
+      Number.isFinite(q) ? ratio(q) : "",
       goal === undefined ? "" : `>= ${ratio(goal)}`,
       // Throughput built on failing answers does not count as meeting the goal.
       goal === undefined ? "" : verdict(q >= goal && !failed),
