@@ -24,6 +24,11 @@ export interface LoadCase {
    * requests per second.
    */
   serverPid?: number;
+  /**
+   * The database server's processes that serve the portal (PostgreSQL backends on this machine),
+   * read after the warm-up: their CPU time is reported per answer beside the server's.
+   */
+  databasePids?: () => Promise<number[]>;
 }
 
 export interface LoadSettings {
@@ -50,6 +55,8 @@ export interface LoadResult {
   samples: string[];
   /** Microseconds of the server's CPU time (user and system) per answer, when its pid is known. */
   cpuUsPerAnswer: number | undefined;
+  /** The same for the database server's processes (`databasePids`), when known. */
+  dbCpuUsPerAnswer?: number | undefined;
 }
 
 const SAMPLES_KEPT = 3;
@@ -61,9 +68,12 @@ export async function runLoad(c: LoadCase, settings: LoadSettings): Promise<Load
     await fire(c, settings.connections, settings.warmupS);
     await c.settle?.();
   }
+  const dbPids = (await c.databasePids?.()) ?? [];
+  const dbBefore = sumCpuSeconds(dbPids);
   const cpuBefore = c.serverPid === undefined ? undefined : cpuSeconds(c.serverPid);
   const { result, samples } = await fire(c, settings.connections, settings.durationS);
   const cpuAfter = c.serverPid === undefined ? undefined : cpuSeconds(c.serverPid);
+  const dbAfter = sumCpuSeconds(dbPids);
   await c.settle?.();
   const answers = result["1xx"] + result["2xx"] + result["3xx"] + result["4xx"] + result["5xx"];
   return {
@@ -80,7 +90,23 @@ export async function runLoad(c: LoadCase, settings: LoadSettings): Promise<Load
       cpuBefore === undefined || cpuAfter === undefined || answers === 0
         ? undefined
         : ((cpuAfter - cpuBefore) * 1e6) / answers,
+    dbCpuUsPerAnswer:
+      dbPids.length === 0 || dbBefore === undefined || dbAfter === undefined || answers === 0
+        ? undefined
+        : ((dbAfter - dbBefore) * 1e6) / answers,
   };
+}
+
+/** CPU seconds of `pids` together; undefined when one of them cannot be read (it ended). */
+function sumCpuSeconds(pids: readonly number[]): number | undefined {
+  if (pids.length === 0) return undefined;
+  let sum = 0;
+  for (const pid of pids) {
+    const s = cpuSeconds(pid);
+    if (s === undefined) return undefined;
+    sum += s;
+  }
+  return sum;
 }
 
 /** Clock ticks per second of /proc/<pid>/stat's times (USER_HZ, 100 on Linux). */

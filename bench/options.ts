@@ -5,6 +5,7 @@ import { ATTACK_IDS } from "./abuse.js";
 export const CASES = [
   "startup",
   "load",
+  "search",
   "reads",
   "writes",
   "sync",
@@ -41,12 +42,17 @@ export interface BenchOptions {
   attacks: ReadonlySet<string>;
   /** Points of the features case's layer. */
   points: number;
+  /** Sizes of the search case's portal, in items, each measured on a portal of its own. */
+  searchItems: readonly number[];
   /**
    * Where `portico serve` of the features and reads cases writes its CPU profile
    * (`node --cpu-prof`), if anywhere.
    */
   cpuProfileDir: string | undefined;
 }
+
+/** The search case's portals: the goal's size, then ten times it (its own goal). */
+const DEFAULT_SEARCH_ITEMS = [100_000, 1_000_000];
 
 /** Used by `--pg` alone; any database of the server works, it only hosts CREATE/DROP DATABASE. */
 const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -56,7 +62,8 @@ export const USAGE = `usage: npm run bench -- [flags]
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
                      reads, writes, nodes, abuse, features and postgis): startup times, the load
                      cases (reads, also on a portal started as \`npm start\` starts it, writes,
-                     search, createService, webhooks, memory), the read case alone (quick: a
+                     createService, webhooks, memory), item search by owner, tag and type over
+                     100,000 and 1,000,000 items (--items), the read case alone (quick: a
                      portal as the load cases start it and one as \`npm start\` does, beside the
                      baseline), only the write case on PostgreSQL beside its pgbench anchor
                      (implies --pg), the collaboration sync between two portals, the read and
@@ -66,8 +73,10 @@ export const USAGE = `usage: npm run bench -- [flags]
                      hosted point layer loaded through applyEdits and queried, beside a direct
                      database reader and Koop, and the same points with polygons queried on
                      PostgreSQL without and with PostGIS (implies --pg)
+  --items N          items of the search case's portal (default: 100000, then 1000000 on a
+                     portal of its own; alone unless --cases is given)
   --points N         points of the features and postgis cases' layer (default 1000000)
-  --cpu-prof DIR     write a CPU profile of the features, reads (or writes) cases' portico servers
+  --cpu-prof DIR     write a CPU profile of the features, reads, search (or writes) cases' portico servers
                      into DIR
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
@@ -106,6 +115,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
       pin: { type: "boolean" },
       attacks: { type: "string" },
       points: { type: "string" },
+      items: { type: "string" },
       "cpu-prof": { type: "string" },
       help: { type: "boolean", short: "h" },
     },
@@ -118,6 +128,7 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
   if (values.nodes !== undefined && values.cases === undefined) cases = new Set<CaseName>(["nodes"]);
   if (values.attacks !== undefined && values.cases === undefined) cases = new Set<CaseName>(["abuse"]);
   if (values.points !== undefined && values.cases === undefined) cases = new Set<CaseName>(["features"]);
+  if (values.items !== undefined && values.cases === undefined) cases = new Set<CaseName>(["search"]);
   const attacks = attackList(values.attacks);
   const fromEnv = env.BENCH_DATABASE_URL || env.PORTICO_TEST_DATABASE_URL || undefined;
   const wantsPg = values.pg || fromEnv || cases.has("nodes") || cases.has("postgis") || cases.has("writes");
@@ -138,6 +149,10 @@ export function parseOptions(argv: string[], env: NodeJS.ProcessEnv): BenchOptio
     pin: values.pin ?? false,
     attacks,
     points: positive("points", values.points, 1_000_000, { integer: true }),
+    searchItems:
+      values.items === undefined
+        ? DEFAULT_SEARCH_ITEMS
+        : [positive("items", values.items, 100_000, { integer: true })],
     cpuProfileDir: values["cpu-prof"],
   };
 }

@@ -64,3 +64,26 @@ async function adminQuery(databaseUrl: string, statement: string): Promise<void>
     await client.end();
   }
 }
+
+/**
+ * For a PostgreSQL store on this machine: a function listing the server processes connected to
+ * its database (the portal's pool), whose CPU time the load cases then read from /proc.
+ * Undefined for SQLite, whose work is done in portico's own process.
+ */
+export function databasePids(store: Store): (() => Promise<number[]>) | undefined {
+  const url = store.env.DATABASE_URL;
+  if (!url) return undefined;
+  return async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      const { rows } = await client.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+      );
+      // Only processes this machine can see: a server elsewhere is not measured.
+      return rows.map((r) => r.pid).filter((pid) => fs.existsSync(`/proc/${pid}/stat`));
+    } finally {
+      await client.end();
+    }
+  };
+}

@@ -553,7 +553,15 @@ export class ItemService {
       this.db.kysely,
       rows.map((r) => r.id),
     );
-    return Promise.all(rows.map((r) => this.itemJson(r, shares.get(r.id) ?? [])));
+    return this.itemsJsonWithShares(rows, (r) => shares.get(r.id) ?? []);
+  }
+
+  /** Item resources of rows whose shares the caller read with them (a search page). */
+  async itemsJsonWithShares<R extends ItemRow>(
+    rows: readonly R[],
+    sharesOf: (row: R) => readonly string[],
+  ): Promise<Record<string, unknown>[]> {
+    return Promise.all(rows.map((r) => this.itemJson(r, sharesOf(r))));
   }
 
   /** The ArcGIS item resource. */

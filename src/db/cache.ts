@@ -34,17 +34,36 @@ export class FeedCache<K, V> {
 
   /** The cached value, or `load()`'s; `undefined` results are not kept (unknown keys stay misses). */
   async get(key: K, load: () => Promise<V | undefined>): Promise<V | undefined> {
-    if (this.feed.reliable) {
-      const hit = this.entries.get(key);
-      if (hit !== undefined) return hit;
-    }
-    const generation = this.generation;
+    const hit = this.peek(key);
+    if (hit !== undefined) return hit;
+    const since = this.mark();
     const value = await load();
-    if (value !== undefined && this.feed.reliable && generation === this.generation) {
+    this.keep(key, value, since);
+    return value;
+  }
+
+  /** The cached value, if there is one and the feed is reliable; nothing is loaded. */
+  peek(key: K): V | undefined {
+    return this.feed.reliable ? this.entries.get(key) : undefined;
+  }
+
+  /**
+   * For callers that load a value together with other work (`get` loads it alone): taken before
+   * the load starts, and handed to `keep` with what was loaded.
+   */
+  mark(): number {
+    return this.generation;
+  }
+
+  /**
+   * Keeps `value`, loaded after `since` (from `mark`), unless the cache was emptied meanwhile: the
+   * value may then predate the change. `undefined` is not kept.
+   */
+  keep(key: K, value: V | undefined, since: number): void {
+    if (value !== undefined && this.feed.reliable && since === this.generation) {
       if (this.entries.size >= this.maxEntries) this.entries.clear();
       this.entries.set(key, value);
     }
-    return value;
   }
 
   delete(key: K): void {

@@ -14,7 +14,7 @@ import pg from "pg";
 import type { PostgisSetting } from "../config.js";
 import { Availability, type AvailabilityChange, ReachabilityCheck } from "./availability.js";
 import { type Change, ChangeFeed, takeNotedChanges } from "./change-feed.js";
-import { deferred } from "./pg-driver.js";
+import { deferred, inOneMessage } from "./pg-driver.js";
 import { type Postgis, preparePostgis } from "./postgis.js";
 import type { Database } from "./schema.js";
 import { schemaScopedPostgresDialect } from "./schema-introspector.js";
@@ -78,6 +78,16 @@ export interface Db {
     work: (trx: Transaction<Database>) => Promise<T>,
     options?: TransactionOptions<T>,
   ): Promise<T>;
+  /**
+   * Reads outside any transaction, in as few round trips as the engine allows; the rows of each
+   * statement, in order. On PostgreSQL they go in one message (see `inOneMessage`), after
+   * `settings` made with `set_config(name, value, true)`, which hold for these statements only.
+   * On SQLite they run one after the other on the read connection, and `settings` do not apply.
+   */
+  readTogether(
+    statements: readonly CompiledQuery[],
+    settings?: Readonly<Record<string, string>>,
+  ): Promise<unknown[][]>;
   close(): Promise<void>;
 }
 
@@ -146,6 +156,11 @@ async function openSqlite(dataDir: string): Promise<Db> {
     feed,
     connected: true,
     transaction: (work, options) => groupCommit.run(work, options),
+    async readTogether(statements) {
+      const rows: unknown[][] = [];
+      for (const statement of statements) rows.push((await reader.executeQuery(statement)).rows as unknown[]);
+      return rows;
+    },
     async close() {
       await reader.destroy();
       await writer.destroy();
@@ -426,6 +441,9 @@ async function openPostgres(
       feed.publish(changes);
       if (changes.length > 0) feed.wake();
       return result;
+    },
+    async readTogether(statements, settings) {
+      return (await kysely.executeQuery<unknown[]>(inOneMessage(statements, settings))).rows;
     },
     async close() {
       reachability.close();

@@ -1,6 +1,7 @@
+import { CompiledQuery, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inline } from "./pg-driver.js";
+import { BatchingPostgresDriver, inline, inOneMessage } from "./pg-driver.js";
 
 describe("inline (values written into joined statements)", () => {
   it("writes strings, numbers, booleans and nulls as quoted literals outside quotes", () => {
@@ -91,6 +92,58 @@ describe("inlined literals on PostgreSQL", () => {
       }
       // Refused, not written: the driver sends such values as parameters.
       expect(inline("SELECT $1::text AS v", ["nul\0byte"])).toBeUndefined();
+    });
+  }
+});
+
+/** Reads sent together (a search's statements), on the real server through the driver. */
+describe("statements sent in one message", () => {
+  const pool = new pg.Pool({
+    connectionString: process.env.PORTICO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    // One connection: what a statement leaves behind on it is what the next one finds.
+    max: 1,
+  });
+  const db = new Kysely<unknown>({
+    dialect: {
+      createDriver: () => new BatchingPostgresDriver(pool),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+      createAdapter: () => new PostgresAdapter(),
+      createIntrospector: (k) => new PostgresIntrospector(k),
+    },
+  });
+  afterAll(async () => {
+    await db.destroy();
+  });
+  const read = async (statements: CompiledQuery[], settings?: Record<string, string>) =>
+    (await db.executeQuery<unknown[]>(inOneMessage(statements, settings))).rows;
+  const timeout = CompiledQuery.raw("SELECT current_setting('statement_timeout') AS t", []);
+
+  it("answers each statement's rows, with the settings in force for them only", async () => {
+    const rows = await read(
+      [
+        timeout,
+        CompiledQuery.raw("SELECT $1::text AS v, $2::int AS n", ["it's", 3]),
+        CompiledQuery.raw("SELECT 1 AS one WHERE false", []),
+      ],
+      { statement_timeout: "1234" },
+    );
+    expect(rows).toEqual([[{ t: "1234ms" }], [{ v: "it's", n: 3 }], []]);
+    expect(await read([timeout])).toEqual([[{ t: "0" }]]);
+  });
+
+  for (const how of ["inlined", "as parameters"] as const) {
+    it(`stops a statement past statement_timeout (${how}) and leaves the connection as it was`, async () => {
+      // A Buffer is not written into the text: the statements then go one by one in a transaction.
+      const slow = CompiledQuery.raw("SELECT pg_sleep(2), length($1::bytea) AS n", [
+        how === "inlined" ? "x" : Buffer.from("x"),
+      ]);
+      const failed = await read([slow], { statement_timeout: "50" }).catch((err: unknown) => err);
+      expect((failed as { code?: string }).code).toBe("57014");
+      expect(await read([timeout])).toEqual([[{ t: "0" }]]);
+      const { rows } = await db.executeQuery(
+        CompiledQuery.raw("SELECT current_setting('statement_timeout') AS t", []),
+      );
+      expect(rows).toEqual([{ t: "0" }]);
     });
   }
 });

@@ -1,4 +1,10 @@
-import type { CompiledQuery, DatabaseConnection, Driver, QueryResult, TransactionSettings } from "kysely";
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type Driver,
+  type QueryResult,
+  type TransactionSettings,
+} from "kysely";
 import type pg from "pg";
 
 /**
@@ -91,6 +97,30 @@ export function deferred(query: CompiledQuery): CompiledQuery {
   return query;
 }
 
+/** What each query made by `inOneMessage` stands for. */
+const groups = new WeakMap<CompiledQuery, { statements: readonly CompiledQuery[]; settings: number }>();
+
+/**
+ * One query standing for `statements`, reads to run outside a transaction: this driver sends them
+ * in one simple-protocol message, which PostgreSQL runs as one implicit transaction, led by
+ * `set_config(name, value, true)` of each of `settings`, which then hold for these statements only
+ * and end with them. The result's `rows` are one array of rows per statement. If a value cannot be
+ * written into the text (see `inline`), they run in an explicit transaction instead, a round trip
+ * each. Its own text calls a function that does not exist, so that a driver that does not know it
+ * fails loudly rather than running something else.
+ */
+export function inOneMessage(
+  statements: readonly CompiledQuery[],
+  settings: Readonly<Record<string, string>> = {},
+): CompiledQuery {
+  const set = Object.entries(settings).map(([name, value]) =>
+    CompiledQuery.raw("SELECT set_config($1, $2, true)", [name, value]),
+  );
+  const query = CompiledQuery.raw("SELECT portico_statements_sent_in_one_message()", []);
+  groups.set(query, { statements: [...set, ...statements], settings: set.length });
+  return query;
+}
+
 function identifier(name: string): string {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`invalid savepoint name: ${name}`);
   return name;
@@ -141,6 +171,11 @@ class BatchingConnection implements DatabaseConnection {
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    const group = groups.get(compiled);
+    if (group) {
+      const { rows } = await this.sendGroup(group.statements);
+      return { rows: rows.slice(group.settings) as R[] };
+    }
     if (this.inTransaction && deferrable.has(compiled)) {
       const inlined = inline(compiled.sql, compiled.parameters);
       if (inlined !== undefined) {
@@ -149,6 +184,30 @@ class BatchingConnection implements DatabaseConnection {
       }
     }
     return this.send(compiled.sql, compiled.parameters);
+  }
+
+  /** See `inOneMessage`. */
+  private async sendGroup(statements: readonly CompiledQuery[]): Promise<QueryResult<unknown[]>> {
+    if (this.inTransaction) throw new Error("statements sent in one message must not be in a transaction");
+    const texts = statements.map((s) => inline(s.sql, s.parameters));
+    if (texts.every((t) => t !== undefined)) {
+      const results = (await this.client.query(texts.join("; "))) as unknown as
+        | pg.QueryResult
+        | pg.QueryResult[];
+      return { rows: (Array.isArray(results) ? results : [results]).map((r) => r.rows ?? []) };
+    }
+    await this.client.query("BEGIN");
+    try {
+      const rows: unknown[][] = [];
+      for (const s of statements) rows.push((await this.client.query(s.sql, [...s.parameters])).rows);
+      await this.client.query("COMMIT");
+      return { rows };
+    } catch (err) {
+      // The statement's failure is what the caller needs; a connection too broken to roll back
+      // is dropped by the pool (its error event), so that second failure is not lost either.
+      await this.client.query("ROLLBACK").catch(() => {});
+      throw err;
+    }
   }
 
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {

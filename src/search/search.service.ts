@@ -12,6 +12,7 @@ import { type Page, pageInfo } from "../validation/paging.js";
 import { GROUP_FIELDS, ITEM_FIELDS, parseFilter, parseQuery, type QueryNode, USER_FIELDS } from "./query.js";
 import {
   type CountField,
+  countFrom,
   countGroups,
   countItems,
   countItemValues,
@@ -23,9 +24,11 @@ import {
   type ItemCriteria,
   type ItemSortColumn,
   lookUpWords,
+  pageOf,
   type SearchContext,
   type SearchViewer,
   type UserSortColumn,
+  valueCounts,
 } from "./search.repository.js";
 
 /** `sortField` values accepted for items, and the column each sorts by. */
@@ -134,22 +137,35 @@ export class SearchService {
       direction: request.sortOrder ?? (request.sortField ? "asc" : "desc"),
     } as const;
     const countFields = request.countFields ?? [];
-    const { total, rows, counts } = await this.bounded(hasWords(node), async (q, bare) => {
-      const ctx = await lookUpWords(q, node, bare);
-      const total = await this.total("items", criteria, viewer, () =>
-        countItems(q, criteria, org.id, viewer, ctx),
+    const countSize = request.countSize ?? DEFAULT_COUNT_SIZE;
+    const page = { offset: request.page.start - 1, limit: request.page.num };
+    const totalKey = this.totalKey("items", criteria, viewer);
+    const cachedTotal = this.totals.peek(totalKey);
+    const since = this.totals.mark();
+    const { total, rows, counts } = await this.boundedReads(async (ctx) => {
+      const q = this.db.kysely;
+      const words = await lookUpWords(q, node, ctx);
+      // One search's statements go together: on PostgreSQL one message, one round trip.
+      const answers = await this.db.readTogether(
+        [
+          ...(cachedTotal === undefined ? [countItems(q, criteria, org.id, viewer, words)] : []),
+          findItems(q, criteria, org.id, viewer, sort, page, words),
+          ...countFields.map((field) =>
+            countItemValues(q, criteria, org.id, viewer, field, countSize, words),
+          ),
+        ],
+        this.settings(hasWords(node)),
       );
-      const page = { offset: request.page.start - 1, limit: request.page.num };
-      const rows = await findItems(q, criteria, org.id, viewer, sort, page, ctx);
-      const counts = [];
-      for (const fieldName of countFields) {
-        const size = request.countSize ?? DEFAULT_COUNT_SIZE;
-        const fieldValues = await countItemValues(q, criteria, org.id, viewer, fieldName, size, ctx);
-        counts.push({ fieldName, fieldValues });
-      }
+      const total = cachedTotal ?? countFrom(answers.shift() ?? []);
+      const rows = pageOf(answers.shift() ?? []);
+      const counts = countFields.map((fieldName) => ({
+        fieldName,
+        fieldValues: valueCounts(answers.shift() ?? []),
+      }));
       return { total, rows, counts };
     });
-    const results = await this.items.itemsJson(rows);
+    if (cachedTotal === undefined) this.totals.keep(totalKey, total, since);
+    const results = await this.items.itemsJsonWithShares(rows, (row) => row.shared_group_ids);
     return {
       query: request.q ?? "",
       ...pageInfo(request.page, total, rows.length),
@@ -272,14 +288,43 @@ export class SearchService {
     }
   }
 
+  /**
+   * Like `bounded`, for searches whose statements go together through `Db.readTogether`: on
+   * PostgreSQL the timeout is one of `settings`, so no transaction is opened (BEGIN and COMMIT
+   * would be two more round trips); on SQLite the context carries the deadline.
+   */
+  private async boundedReads<T>(work: (ctx: SearchContext) => Promise<T>): Promise<T> {
+    try {
+      return await work(
+        this.db.engine === "postgres"
+          ? { engine: "postgres", deadline: undefined }
+          : { engine: "sqlite", deadline: Date.now() + this.timeoutMs },
+      );
+    } catch (err) {
+      if (isStatementTimeout(err)) throw errors.searchTimedOut(this.timeoutMs);
+      throw err;
+    }
+  }
+
+  /** PostgreSQL settings of a search's statements: see `bounded`, which sets the same. */
+  private settings(usesWordIndex: boolean): Record<string, string> {
+    return {
+      statement_timeout: String(this.timeoutMs),
+      ...(usesWordIndex ? { enable_seqscan: "off" } : {}),
+    };
+  }
+
+  private totalKey(kind: "items" | "groups", node: QueryNode | ItemCriteria, viewer: SearchViewer): string {
+    return `${kind}|${viewer.userId}|${viewer.seesAll}|${viewer.orgIsPublic}|${JSON.stringify(node)}`;
+  }
+
   private async total(
     kind: "items" | "groups",
     node: QueryNode | ItemCriteria,
     viewer: SearchViewer,
     count: () => Promise<number>,
   ): Promise<number> {
-    const key = `${kind}|${viewer.userId}|${viewer.seesAll}|${viewer.orgIsPublic}|${JSON.stringify(node)}`;
-    return (await this.totals.get(key, count)) as number;
+    return (await this.totals.get(this.totalKey(kind, node, viewer), count)) as number;
   }
 
   private viewer(caller: Caller | null, adminPrivilege: string, orgIsPublic: boolean): SearchViewer {
