@@ -11,7 +11,8 @@ import { RUNNING } from "./sync.repository.js";
 /**
  * Records `print` as the offer fingerprint of a realtime workspace; answers whether this call
  * saw it change (`changed`), saw it for the first time (`first`: nothing to compare with), or
- * found it already recorded, by itself or by another node (`same`).
+ * found it already recorded, by itself or by another node (`same`). Only `same` means "nothing to
+ * do": a `first` print may already hold the change whose event woke the caller.
  */
 export async function claimPrint(
   q: Queryable,

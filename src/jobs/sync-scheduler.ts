@@ -79,7 +79,11 @@ export class SyncScheduler {
    * guests that receive. `offerFingerprint` says whether the offer changed since the fingerprint
    * recorded in the database; the node whose conditional update records the new one acts, so
    * each change is acted on once in a cluster, and a change made while the nodes were down is
-   * acted on at the next start.
+   * acted on at the next start. A link's first fingerprint (`first`: realtime just turned on) is
+   * acted on too, on both sides: turning realtime on records nothing and wakes no check, so the
+   * first check is the one a later change wakes, and its fingerprint already holds that change.
+   * Taking it as a mere baseline lost the change (a guest's item created and shared within one
+   * debounce window never synced); acting costs at most one sync per link that moves nothing.
    */
   private async realtimeCheck() {
     const { db, runner, notifier } = this.options;
@@ -88,7 +92,7 @@ export class SyncScheduler {
       const print = await offerFingerprint(db.kysely, link.group_id);
       if (link.role === "guest") {
         const seen = await db.transaction((trx) => claimPrint(trx, link.workspace_id, print, Date.now()));
-        if (seen === "changed")
+        if (seen !== "same")
           await runner.startBackground(link.collaboration_id, link.workspace_id, "realtime");
         continue;
       }

@@ -492,6 +492,35 @@ describe("schedules and realtime", () => {
     const jobs = (await guest.get(workspacePath(linked, "syncStatus"), {}, guest.adminToken)).status as any[];
     expect(jobs.every((j) => j.syncExecType === "realtime")).toBe(true);
   });
+
+  it("syncs a guest's change made right after it turns realtime on", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    const guestGroup = linked.guestGroups[0] as string;
+    const id = await addItem(guest, "right after", undefined);
+    // Lets the realtime checks that the setup's events woke run first (they see no realtime link),
+    // so that the guest's first check of the link is the one its share wakes, with the item in it:
+    // that check once took what it saw for a baseline and the change never synced.
+    await new Promise((r) => setTimeout(r, 1500));
+    await ok(
+      guest.post(
+        workspacePath(linked, "updatePortalGroupLink"),
+        { enableRealtimeSync: true },
+        guest.adminToken,
+      ),
+      "realtime",
+    );
+    await ok(
+      guest.post(`/content/users/admin_user/items/${id}/share`, { groups: guestGroup }, guest.adminToken),
+      "share",
+    );
+    await waitFor("the guest's change on the host", async () =>
+      (await groupItems(host, linked.hostGroup)).has("right after"),
+    );
+    const jobs = (await guest.get(workspacePath(linked, "syncStatus"), {}, guest.adminToken)).status as any[];
+    expect(jobs.length).toBeGreaterThan(0);
+    expect(jobs.every((j) => j.syncExecType === "realtime")).toBe(true);
+  });
 });
 
 it("checks the group a link names", async () => {
