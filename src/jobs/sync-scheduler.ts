@@ -79,11 +79,10 @@ export class SyncScheduler {
    * guests that receive. `offerFingerprint` says whether the offer changed since the fingerprint
    * recorded in the database; the node whose conditional update records the new one acts, so
    * each change is acted on once in a cluster, and a change made while the nodes were down is
-   * acted on at the next start. A link's first fingerprint (`first`: realtime just turned on) is
-   * acted on too, on both sides: turning realtime on records nothing and wakes no check, so the
-   * first check is the one a later change wakes, and its fingerprint already holds that change.
-   * Taking it as a mere baseline lost the change (a guest's item created and shared within one
-   * debounce window never synced); acting costs at most one sync per link that moves nothing.
+   * acted on at the next start. Turning realtime on records the fingerprint changes are told
+   * from (`startPrint`); a link without one (turned on before it was recorded so) is acted on at
+   * its first check, on both sides: that check is the one a change wakes, and its fingerprint
+   * already holds the change, so taking it as a mere baseline would lose the change.
    */
   private async realtimeCheck() {
     const { db, runner, notifier } = this.options;
