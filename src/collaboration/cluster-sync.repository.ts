@@ -11,7 +11,9 @@ import { RUNNING } from "./sync.repository.js";
 /**
  * Records `print` as the offer fingerprint of a realtime workspace; answers whether this call
  * saw it change (`changed`), saw it for the first time (`first`: nothing to compare with), or
- * found it already recorded, by itself or by another node (`same`).
+ * found it already recorded, by itself or by another node (`same`). Only `same` means "nothing to
+ * do": a `first` print (a link turned realtime before `startPrint` was recorded with it) may
+ * already hold the change whose event woke the caller.
  */
 export async function claimPrint(
   q: Queryable,
@@ -40,6 +42,18 @@ export async function claimPrint(
     .where("print", "=", row.print)
     .executeTakeFirst();
   return Number(updated.numUpdatedRows) > 0 ? "changed" : "same";
+}
+
+/**
+ * Records `print` as the fingerprint a realtime link starts from, replacing one left from an
+ * earlier time realtime was on (changes made while it was off are not realtime's to act on).
+ */
+export async function startPrint(q: Queryable, workspaceId: string, print: string, now: number) {
+  await q
+    .insertInto("realtime_prints")
+    .values({ workspace_id: workspaceId, print, modified: now })
+    .onConflict((oc) => oc.column("workspace_id").doUpdateSet({ print, modified: now }))
+    .execute();
 }
 
 /** Keeps a scheduled or realtime sync that found its workspace busy; one waits per workspace. */

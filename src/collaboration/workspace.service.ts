@@ -5,6 +5,7 @@ import { errors } from "../errors.js";
 import { findGroup } from "../groups/group.repository.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
+import { startPrint } from "./cluster-sync.repository.js";
 import { listGuests } from "./collaboration.repository.js";
 import {
   mustFindCollaboration,
@@ -21,7 +22,7 @@ import {
   type WorkspaceConfig,
 } from "./collaboration-types.js";
 import { dropWorkspaces } from "./drop-cascade.js";
-import { releaseCopies } from "./replication.js";
+import { offerFingerprint, releaseCopies } from "./replication.js";
 import { deleteSchedule } from "./sync.repository.js";
 import {
   deleteLink,
@@ -235,12 +236,20 @@ async function writeLink(
     // over with the new group.
     await releaseCopies(trx, [workspaceId], () => false);
   }
+  const realtime = input.enableRealtimeSync ?? current?.realtime === 1;
+  if (realtime && current?.realtime !== 1) {
+    // Realtime reacts to changes made from now on: what the group offers as it is turned on is
+    // the fingerprint a change is told from, recorded with the link so that no check can come
+    // between. Left to the first check, a change made before that check would be in its
+    // fingerprint already and go unseen (or, acted on, a check before the change costs a sync).
+    await startPrint(trx, workspaceId, await offerFingerprint(trx, groupId), now);
+  }
   await saveLink(
     trx,
     {
       workspaceId,
       groupId,
-      realtime: input.enableRealtimeSync ?? current?.realtime === 1,
+      realtime,
       copyFeatureData: input.copyFeatureServiceData ?? current?.copy_feature_data === 1,
       copyByRefIfCopyFail: input.copyByRefIfCopyFail ?? current?.copy_by_ref_if_copy_fail === 1,
     },

@@ -79,7 +79,10 @@ export class SyncScheduler {
    * guests that receive. `offerFingerprint` says whether the offer changed since the fingerprint
    * recorded in the database; the node whose conditional update records the new one acts, so
    * each change is acted on once in a cluster, and a change made while the nodes were down is
-   * acted on at the next start.
+   * acted on at the next start. Turning realtime on records the fingerprint changes are told
+   * from (`startPrint`); a link without one (turned on before it was recorded so) is acted on at
+   * its first check, on both sides: that check is the one a change wakes, and its fingerprint
+   * already holds the change, so taking it as a mere baseline would lose the change.
    */
   private async realtimeCheck() {
     const { db, runner, notifier } = this.options;
@@ -88,7 +91,7 @@ export class SyncScheduler {
       const print = await offerFingerprint(db.kysely, link.group_id);
       if (link.role === "guest") {
         const seen = await db.transaction((trx) => claimPrint(trx, link.workspace_id, print, Date.now()));
-        if (seen === "changed")
+        if (seen !== "same")
           await runner.startBackground(link.collaboration_id, link.workspace_id, "realtime");
         continue;
       }

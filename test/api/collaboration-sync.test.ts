@@ -492,6 +492,63 @@ describe("schedules and realtime", () => {
     const jobs = (await guest.get(workspacePath(linked, "syncStatus"), {}, guest.adminToken)).status as any[];
     expect(jobs.every((j) => j.syncExecType === "realtime")).toBe(true);
   });
+
+  it("acts once on a change made right after realtime is turned on, on either side", async () => {
+    const [host, guest] = await Promise.all([peer(), peer()]);
+    const linked = await collaborate(host, [{ portal: guest, mode: "sendAndReceive" }]);
+    const guestGroup = linked.guestGroups[0] as string;
+    const id = await addItem(guest, "right after", undefined);
+    // Lets the realtime checks that the setup's events woke run first (they see no realtime link),
+    // so that the guest's first check of the link is the one its share wakes, with the item in it.
+    // Before turning realtime on recorded the link's fingerprint, that check took what it saw for
+    // the baseline and the change never synced.
+    await new Promise((r) => setTimeout(r, 1500));
+    await ok(
+      guest.post(
+        workspacePath(linked, "updatePortalGroupLink"),
+        { enableRealtimeSync: true },
+        guest.adminToken,
+      ),
+      "realtime",
+    );
+    await ok(
+      guest.post(`/content/users/admin_user/items/${id}/share`, { groups: guestGroup }, guest.adminToken),
+      "share",
+    );
+    await waitFor("the guest's change on the host", async () =>
+      (await groupItems(host, linked.hostGroup)).has("right after"),
+    );
+
+    // On the host, the check its item's creation wakes is the first: it once nudged (an empty
+    // group, nothing to compare with), and the share nudged again.
+    const hostItem = await addItem(host, "host right after", undefined);
+    await ok(
+      host.post(
+        workspacePath(linked, "updatePortalGroupLink"),
+        { enableRealtimeSync: true },
+        host.adminToken,
+      ),
+      "realtime",
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    await ok(
+      host.post(
+        `/content/users/admin_user/items/${hostItem}/share`,
+        { groups: linked.hostGroup },
+        host.adminToken,
+      ),
+      "share",
+    );
+    await waitFor("the host's change on the guest", async () =>
+      (await groupItems(guest, guestGroup)).has("host right after"),
+    );
+    const syncs = async () =>
+      (await guest.get(workspacePath(linked, "syncStatus"), {}, guest.adminToken)).status as any[];
+    await waitFor("the syncs to end", async () => (await syncs()).every((j) => j.endTime > 0));
+    // Any further check has run by now (they wake half a second after a change).
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await syncs()).map((j) => j.syncExecType)).toEqual(["realtime", "realtime"]);
+  });
 });
 
 it("checks the group a link names", async () => {
