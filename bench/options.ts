@@ -7,6 +7,7 @@ export const CASES = [
   "load",
   "reads",
   "writes",
+  "delivery",
   "sync",
   "nodes",
   "abuse",
@@ -17,7 +18,15 @@ export const CASES = [
  * Cases that run only when asked for: they need PostgreSQL and several servers, stress the
  * machine, or take minutes (loading a million features, installing Koop).
  */
-const ON_REQUEST: readonly CaseName[] = ["reads", "writes", "nodes", "abuse", "features", "postgis"];
+const ON_REQUEST: readonly CaseName[] = [
+  "reads",
+  "writes",
+  "delivery",
+  "nodes",
+  "abuse",
+  "features",
+  "postgis",
+];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -52,12 +61,14 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     reads, writes, nodes, abuse, features and postgis): startup times, the load
-                     cases (reads, also on a portal started as \`npm start\` starts it, writes,
-                     search, createService, webhooks, memory), the read case alone (quick: a
-                     portal as the load cases start it and one as \`npm start\` does, beside the
-                     baseline), only the write case on PostgreSQL beside its pgbench anchor
-                     (implies --pg), the collaboration sync between two portals, the read and
+                     reads, writes, delivery, nodes, abuse, features and postgis): startup times,
+                     the load cases (reads, also on a portal started as \`npm start\` starts it,
+                     writes, search, createService, webhooks, memory), the read case alone
+                     (quick: a portal as the load cases start it and one as \`npm start\` does,
+                     beside the baseline), only the write case on PostgreSQL beside its pgbench
+                     anchor (implies --pg), only the webhook deliveries on a fresh portal (with
+                     the server's CPU per delivery), the collaboration sync between two portals
+                     (with both portals' CPU per item), the read and
                      write cases on one node beside N nodes of
                      one PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
                      latency of the server under each attack, beside the same without attack), a
