@@ -76,8 +76,8 @@ export const USAGE = `usage: npm run bench -- [flags]
                      database reader and Koop, and the same points with polygons queried on
                      PostgreSQL without and with PostGIS (implies --pg)
   --points N         points of the features and postgis cases' layer (default 1000000)
-  --cpu-prof DIR     write a CPU profile of the features, reads (or writes) cases' portico servers
-                     into DIR
+  --cpu-prof DIR     write a CPU profile of the features, reads (or writes), delivery and sync
+                     cases' portico servers into DIR
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is

@@ -318,7 +318,18 @@ async function main(): Promise<number> {
     const store = await createStore(engine);
     let server: ServerProcess | undefined;
     try {
-      server = await startPortico(engine, store);
+      const profile = options.cpuProfileDir;
+      server = await startPortico(
+        engine,
+        store,
+        profile
+          ? [
+              "--cpu-prof",
+              `--cpu-prof-dir=${profile}`,
+              `--cpu-prof-name=portico-delivery-${engine.name}.cpuprofile`,
+            ]
+          : [],
+      );
       const token = await new PortalApi(server.url).signIn(ADMIN.username, ADMIN.password);
       say(`  ${engine.name}:`);
       const session = { server, store, token } as Pick<Session, "server" | "store" | "token">;
@@ -341,7 +352,21 @@ async function main(): Promise<number> {
   }
   for (const engine of options.cases.has("sync") ? engines : []) {
     try {
-      syncs.push(await measureSync(engine, (store) => startPortico(engine, store), say));
+      let started = 0;
+      const profile = options.cpuProfileDir;
+      const start = (store: Store) => {
+        // The first portal is the host, the second the guest.
+        const role = started++ === 0 ? "host" : "guest";
+        const args = profile
+          ? [
+              "--cpu-prof",
+              `--cpu-prof-dir=${profile}`,
+              `--cpu-prof-name=portico-sync-${role}-${engine.name}.cpuprofile`,
+            ]
+          : [];
+        return startPortico(engine, store, args);
+      };
+      syncs.push(await measureSync(engine, start, say));
     } catch (err) {
       failures.push(`${engine.name} sync: ${(err as Error).message}`);
       say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
