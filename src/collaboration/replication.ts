@@ -27,18 +27,9 @@ import { findLink } from "./workspace.repository.js";
 /**
  * What replication does to a portal's own content, on whichever side runs it: listing what a
  * workspace's linked group offers, packaging items, and applying received items or their
- * withdrawal. The sync engine decides what to move; this module moves it. Received items are
- * applied several to a transaction (`ITEMS_PER_TRANSACTION`), each item with its copy record and
- * its events, so a crash leaves every item either applied whole or not at all; when such a
- * transaction fails, its items are applied again one per transaction, so one bad item never
- * undoes the others and fails alone.
+ * withdrawal. The sync engine decides what to move; this module moves it, one item per
+ * transaction, so one bad item never undoes the others and each change commits with its events.
  */
-
-/**
- * Received items applied per transaction. One commit (and one disk flush) per item cost the most
- * of a sync on PostgreSQL; a few transactions side by side still overlap their round trips.
- */
-export const ITEMS_PER_TRANSACTION = 10;
 
 /** One entry of a sender's offer: an item shared to the linked group that is not itself a copy. */
 export interface OfferEntry {
@@ -206,11 +197,7 @@ interface Target {
   groupId: string;
 }
 
-/**
- * Applies received items on this portal, `ITEMS_PER_TRANSACTION` to a transaction, the
- * transactions side by side; the items of a transaction that fails are applied again one per
- * transaction, so that each gets its own result. Results are in the order of `packages`.
- */
+/** Applies received items on this portal, each in its own transaction. */
 export async function applyItems(
   db: Db,
   target: Target,
@@ -225,53 +212,22 @@ export async function applyItems(
       reason: "the linked group no longer exists",
     }));
   }
-  const chunks: ItemPackage[][] = [];
-  for (let i = 0; i < packages.length; i += ITEMS_PER_TRANSACTION) {
-    chunks.push(packages.slice(i, i + ITEMS_PER_TRANSACTION));
-  }
-  // Concurrent transactions overlap their round trips, and on SQLite share one fsync (group commit).
-  const results = await Promise.all(
-    chunks.map(async (chunk): Promise<ItemResult[]> => {
-      if (chunk.length > 1) {
-        try {
-          const actions = await db.transaction(async (trx) => {
-            const done: ItemAction[] = [];
-            for (const pkg of chunk) done.push(await applyOne(trx, target, group, pkg));
-            return done;
-          });
-          return chunk.map((pkg, i) => ({
-            id: pkg.id,
-            title: pkg.title,
-            ok: true,
-            action: actions[i] as ItemAction,
-          }));
-        } catch {
-          // Nothing of the chunk was stored: each item again on its own, to tell which failed.
-        }
+  // Concurrent transactions let SQLite's group commit share one fsync among many items.
+  return Promise.all(
+    packages.map(async (pkg): Promise<ItemResult> => {
+      try {
+        const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
+        return { id: pkg.id, title: pkg.title, ok: true, action };
+      } catch (err) {
+        return {
+          id: pkg.id,
+          title: pkg.title,
+          ok: false,
+          reason: `could not be stored: ${(err as Error).message}`,
+        };
       }
-      return Promise.all(chunk.map((pkg) => applyAlone(db, target, group, pkg)));
     }),
   );
-  return results.flat();
-}
-
-async function applyAlone(
-  db: Db,
-  target: Target,
-  group: { id: string; owner_id: string; owner: string },
-  pkg: ItemPackage,
-): Promise<ItemResult> {
-  try {
-    const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
-    return { id: pkg.id, title: pkg.title, ok: true, action };
-  } catch (err) {
-    return {
-      id: pkg.id,
-      title: pkg.title,
-      ok: false,
-      reason: `could not be stored: ${(err as Error).message}`,
-    };
-  }
 }
 
 async function applyOne(
