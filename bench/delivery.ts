@@ -27,6 +27,11 @@ export interface DeliveryFigures {
   p99: number;
   /** Seconds from the events' commit to the last arrival. */
   totalS: number;
+  /**
+   * The server's CPU time (user + system) from the events' commit to the last arrival, per
+   * delivery, in microseconds; undefined without /proc.
+   */
+  cpuUsPerDelivery: number | undefined;
 }
 
 export const DELIVERY = {
@@ -176,7 +181,13 @@ async function insertEvents(engine: EngineName, store: Store, count: number): Pr
   }
 }
 
-function figuresOf(name: string, events: number, arrivals: Arrival[], committed: number): DeliveryFigures {
+function figuresOf(
+  name: string,
+  events: number,
+  arrivals: Arrival[],
+  committed: number,
+  cpuMs: number | undefined,
+): DeliveryFigures {
   const ats = arrivals.map((a) => a.at);
   const first = Math.min(...ats);
   const last = Math.max(...ats);
@@ -191,15 +202,25 @@ function figuresOf(name: string, events: number, arrivals: Arrival[], committed:
     p50: pct(0.5),
     p99: pct(0.99),
     totalS: (last - committed) / 1000,
+    cpuUsPerDelivery: cpuMs === undefined ? undefined : (cpuMs * 1000) / Math.max(1, arrivals.length),
   };
 }
 
+/**
+ * Runs the case against a portal at `origin` on `store`; `serverCpuMs` reads the portal's CPU
+ * time so far (undefined without /proc).
+ */
 export async function measureDelivery(
   engine: EngineName,
   store: Store,
   origin: string,
   token: string,
+  serverCpuMs: () => number | undefined = () => undefined,
 ): Promise<DeliveryFigures[]> {
+  const cpuSince = (before: number | undefined) => {
+    const now = serverCpuMs();
+    return before === undefined || now === undefined ? undefined : now - before;
+  };
   const receiver = await BenchReceiver.start();
   const api = new HookApi(origin, token);
   const results: DeliveryFigures[] = [];
@@ -207,6 +228,7 @@ export async function measureDelivery(
     // 1. A burst to one webhook.
     const one = await api.create("bench one", receiver.url);
     receiver.arrivals.length = 0;
+    let cpu = serverCpuMs();
     let committed = Date.now();
     await insertEvents(engine, store, DELIVERY.burstEvents);
     await receiver.waitForCount(DELIVERY.burstEvents, DELIVERY.timeoutMs);
@@ -216,6 +238,7 @@ export async function measureDelivery(
         DELIVERY.burstEvents,
         receiver.arrivals,
         committed,
+        cpuSince(cpu),
       ),
     );
     await api.delete(one);
@@ -225,6 +248,7 @@ export async function measureDelivery(
     for (let i = 0; i < DELIVERY.fanOutWebhooks; i++)
       many.push(await api.create(`bench fan ${i}`, receiver.url));
     receiver.arrivals.length = 0;
+    cpu = serverCpuMs();
     committed = Date.now();
     await insertEvents(engine, store, DELIVERY.fanOutEvents);
     const fanOut = DELIVERY.fanOutEvents * DELIVERY.fanOutWebhooks;
@@ -235,6 +259,7 @@ export async function measureDelivery(
         DELIVERY.fanOutEvents,
         receiver.arrivals,
         committed,
+        cpuSince(cpu),
       ),
     );
     for (const id of many) await api.delete(id);
@@ -244,6 +269,8 @@ export async function measureDelivery(
     receiver.arrivals.length = 0;
     const { perSecond, seconds } = DELIVERY.paced;
     const total = perSecond * seconds;
+    // Includes serving the addItem calls: the figure says what a change costs end to end.
+    cpu = serverCpuMs();
     committed = Date.now();
     const start = performance.now();
     const sends: Promise<void>[] = [];
@@ -255,7 +282,9 @@ export async function measureDelivery(
     }
     await Promise.all(sends);
     await receiver.waitForCount(total, DELIVERY.timeoutMs);
-    results.push(figuresOf(`${perSecond} changes/s via the API`, total, receiver.arrivals, committed));
+    results.push(
+      figuresOf(`${perSecond} changes/s via the API`, total, receiver.arrivals, committed, cpuSince(cpu)),
+    );
     await api.delete(paced);
   } finally {
     await receiver.close();

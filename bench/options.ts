@@ -8,6 +8,7 @@ export const CASES = [
   "search",
   "reads",
   "writes",
+  "delivery",
   "sync",
   "nodes",
   "abuse",
@@ -18,7 +19,15 @@ export const CASES = [
  * Cases that run only when asked for: they need PostgreSQL and several servers, stress the
  * machine, or take minutes (loading a million features, installing Koop).
  */
-const ON_REQUEST: readonly CaseName[] = ["reads", "writes", "nodes", "abuse", "features", "postgis"];
+const ON_REQUEST: readonly CaseName[] = [
+  "reads",
+  "writes",
+  "delivery",
+  "nodes",
+  "abuse",
+  "features",
+  "postgis",
+];
 export type CaseName = (typeof CASES)[number];
 
 export interface BenchOptions {
@@ -60,13 +69,15 @@ const DEFAULT_DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres";
 export const USAGE = `usage: npm run bench -- [flags]
 
   --cases LIST       comma-separated parts to run, of ${CASES.join(", ")} (default all but
-                     reads, writes, nodes, abuse, features and postgis): startup times, the load
-                     cases (reads, also on a portal started as \`npm start\` starts it, writes,
-                     createService, webhooks, memory), item search by owner, tag and type over
-                     100,000 and 1,000,000 items (--items), the read case alone (quick: a
+                     reads, writes, delivery, nodes, abuse, features and postgis): startup times,
+                     the load cases (reads, also on a portal started as \`npm start\` starts it,
+                     writes, createService, webhooks, memory), item search by owner, tag and type
+                     over 100,000 and 1,000,000 items (--items), the read case alone (quick: a
                      portal as the load cases start it and one as \`npm start\` does, beside the
                      baseline), only the write case on PostgreSQL beside its pgbench anchor
-                     (implies --pg), the collaboration sync between two portals, the read and
+                     (implies --pg), only the webhook deliveries on a fresh portal (with the
+                     server's CPU per delivery), the collaboration sync between two portals (with
+                     both portals' CPU per item), the read and
                      write cases on one node beside N nodes of
                      one PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
                      latency of the server under each attack, beside the same without attack), a
@@ -76,8 +87,8 @@ export const USAGE = `usage: npm run bench -- [flags]
   --items N          items of the search case's portal (default: 100000, then 1000000 on a
                      portal of its own; alone unless --cases is given)
   --points N         points of the features and postgis cases' layer (default 1000000)
-  --cpu-prof DIR     write a CPU profile of the features, reads, search (or writes) cases' portico servers
-                     into DIR
+  --cpu-prof DIR     write a CPU profile of the features, reads, search (or writes), delivery
+                     and sync cases' portico servers into DIR
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is

@@ -36,7 +36,7 @@ import { measurePostgis, POSTGIS_BENCH, type PostgisFigures, postgisSummary } fr
 import { cleanEnv, freePort, type ServerProcess, startServer } from "./processes.js";
 import { mb, median, ms, rate, ratio, seconds, table, verdict } from "./report.js";
 import { createStore, databasePids, type Engine, type Store } from "./stores.js";
-import { measureSync, SYNC, type SyncFigures } from "./sync.js";
+import { measureSync, SYNC, type SyncFigures, syncCpu } from "./sync.js";
 
 const PORTICO_MAIN = fileURLToPath(new URL("../src/cli/main.js", import.meta.url));
 const BARE_SERVER = fileURLToPath(new URL("./bare-server.js", import.meta.url));
@@ -364,6 +364,40 @@ async function main(): Promise<number> {
     }
   }
 
+  // The webhook deliveries alone, on a fresh portal without the load cases' users and content.
+  const deliveriesOnly: { engine: Engine; deliveries: DeliveryFigures[] }[] = [];
+  if (options.cases.has("delivery"))
+    section("Webhook delivery: a portal on a fresh store, a receiver on loopback");
+  for (const engine of options.cases.has("delivery") ? engines : []) {
+    const store = await createStore(engine);
+    let server: ServerProcess | undefined;
+    try {
+      const profile = options.cpuProfileDir;
+      server = await startPortico(
+        engine,
+        store,
+        profile
+          ? [
+              "--cpu-prof",
+              `--cpu-prof-dir=${profile}`,
+              `--cpu-prof-name=portico-delivery-${engine.name}.cpuprofile`,
+            ]
+          : [],
+      );
+      const token = await new PortalApi(server.url).signIn(ADMIN.username, ADMIN.password);
+      say(`  ${engine.name}:`);
+      const session = { server, store, token } as Pick<Session, "server" | "store" | "token">;
+      deliveriesOnly.push({ engine, deliveries: await measureDeliveries(engine, session) });
+      printServerOutput(server);
+    } catch (err) {
+      failures.push(`${engine.name} delivery: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+    } finally {
+      await server?.stop();
+      await store.destroy();
+    }
+  }
+
   const syncs: SyncFigures[] = [];
   if (options.cases.has("sync")) {
     section(
@@ -372,7 +406,21 @@ async function main(): Promise<number> {
   }
   for (const engine of options.cases.has("sync") ? engines : []) {
     try {
-      syncs.push(await measureSync(engine, (store) => startPortico(engine, store), say));
+      let started = 0;
+      const profile = options.cpuProfileDir;
+      const start = (store: Store) => {
+        // The first portal is the host, the second the guest.
+        const role = started++ === 0 ? "host" : "guest";
+        const args = profile
+          ? [
+              "--cpu-prof",
+              `--cpu-prof-dir=${profile}`,
+              `--cpu-prof-name=portico-sync-${role}-${engine.name}.cpuprofile`,
+            ]
+          : [];
+        return startPortico(engine, store, args);
+      };
+      syncs.push(await measureSync(engine, start, say));
     } catch (err) {
       failures.push(`${engine.name} sync: ${(err as Error).message}`);
       say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
@@ -478,7 +526,8 @@ async function main(): Promise<number> {
     }
   }
 
-  printSummary(baselines, readsOnly, figures, searchesAlone, startups, syncs, scaling, anchors);
+import { createStore, databasePids, type Engine, type Store } from "./stores.js";
+import { measureSync, SYNC, type SyncFigures, syncCpu } from "./sync.js";
   if (postgis.length) {
     say("");
     say(postgisSummary(postgis));
@@ -770,12 +819,20 @@ async function measureSearches(
   return results;
 }
 
-async function measureDeliveries(engine: Engine, session: Session): Promise<DeliveryFigures[]> {
-  const results = await measureDelivery(engine.name, session.store, session.server.url, session.token);
+async function measureDeliveries(
+  engine: Engine,
+  session: Pick<Session, "server" | "store" | "token">,
+): Promise<DeliveryFigures[]> {
+  const results = await measureDelivery(engine.name, session.store, session.server.url, session.token, () =>
+    session.server.cpuMs(),
+  );
   for (const r of results) {
     say(
       `  webhooks: ${r.name.padEnd(30)} ${rate(r.perSecond).padStart(7)} deliveries/s  ` +
-        `p50 ${ms(r.p50).padStart(7)}  p99 ${ms(r.p99).padStart(7)}  (${r.deliveries} in ${r.totalS.toFixed(1)} s)`,
+        `p50 ${ms(r.p50).padStart(7)}  p99 ${ms(r.p99).padStart(7)}  (${r.deliveries} in ${r.totalS.toFixed(1)} s)` +
+        (r.cpuUsPerDelivery === undefined
+          ? ""
+          : `  server CPU ${Math.round(r.cpuUsPerDelivery)} µs/delivery`),
     );
   }
   return results;
@@ -816,7 +873,10 @@ function printSummary(
   baselines: LoadResult[],
   readsOnly: ReadFigures[],
   figures: EngineFigures[],
-  searchesAlone: SearchFigures[],
+
+import { createStore, databasePids, type Engine, type Store } from "./stores.js";
+import { measureSync, SYNC, type SyncFigures, syncCpu } from "./sync.js";
+
   startups: StartupFigures[],
   syncs: SyncFigures[],
   scaling: NodesFigures[],
@@ -935,13 +995,15 @@ function printSummary(
       ]);
     }
   }
-  for (const f of figures) {
+  for (const f of [...figures, ...deliveriesOnly]) {
     for (const d of f.deliveries) {
       const paced = d.name.includes("/s via");
+      const cpu =
+        d.cpuUsPerDelivery === undefined ? "" : `, CPU ${Math.round(d.cpuUsPerDelivery)} µs/delivery`;
       rows.push([
         `webhooks: ${d.name}`,
         f.engine.name,
-        `${rate(d.perSecond)} deliveries/s, p50 ${ms(d.p50)}, p99 ${ms(d.p99)}`,
+        `${rate(d.perSecond)} deliveries/s, p50 ${ms(d.p50)}, p99 ${ms(d.p99)}${cpu}`,
         paced ? `p99 < ${ms(GOALS.deliveryP99Ms)}` : `>= ${GOALS.deliveriesPerSecond}/s`,
         verdict(paced ? d.p99 < GOALS.deliveryP99Ms : d.perSecond >= GOALS.deliveriesPerSecond),
       ]);
@@ -955,18 +1017,24 @@ function printSummary(
       [
         `sync: first, ${SYNC.items.toLocaleString("en-US")} items`,
         s.engine.name,
-        `${seconds(s.first.ms)} (${rate((s.first.succeeded * 1000) / s.first.ms)} items/s)`,
+        `${seconds(s.first.ms)} (${rate((s.first.succeeded * 1000) / s.first.ms)} items/s; ${syncCpu(s.first)})`,
         goal(GOALS.firstSyncMs),
         judged ? verdict(s.first.ms <= GOALS.firstSyncMs) : "",
       ],
       [
         `sync: ${SYNC.changed} items changed`,
         s.engine.name,
-        seconds(s.changed.ms),
+        `${seconds(s.changed.ms)} (${syncCpu(s.changed)})`,
         goal(GOALS.changedSyncMs),
         judged ? verdict(s.changed.ms <= GOALS.changedSyncMs) : "",
       ],
-      ["sync: nothing changed", s.engine.name, seconds(s.unchanged.ms), "", ""],
+      [
+        "sync: nothing changed",
+        s.engine.name,
+        `${seconds(s.unchanged.ms)} (${syncCpu(s.unchanged)})`,
+        "",
+        "",
+      ],
     );
   }
   for (const a of anchors) {

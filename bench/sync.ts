@@ -28,6 +28,9 @@ export const SYNC = {
 export interface SyncRun {
   ms: number;
   succeeded: number;
+  /** CPU time (user + system) the guest and the host used during the sync, ms; undefined without /proc. */
+  guestCpuMs: number | undefined;
+  hostCpuMs: number | undefined;
 }
 
 export interface SyncFigures {
@@ -226,11 +229,24 @@ async function seedHost(host: Admin, groupId: string): Promise<string[]> {
 }
 
 /** One synchronous sync on the guest, timed; its status must be completed with `expected` items moved. */
-async function timedSync(guest: Admin, linked: Linked, expected: number, what: string): Promise<SyncRun> {
+async function timedSync(
+  guest: Admin,
+  linked: Linked,
+  expected: number,
+  what: string,
+  servers: { guest: ServerProcess; host: ServerProcess },
+): Promise<SyncRun> {
   const workspace = `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}`;
+  const cpuBefore = [servers.guest.cpuMs(), servers.host.cpuMs()];
   const started = performance.now();
   const r = await guest.post(`${workspace}/sync`, { async: "false" }, `${what}: sync`);
   const ms = performance.now() - started;
+  const cpuAfter = [servers.guest.cpuMs(), servers.host.cpuMs()];
+  const used = (i: number) => {
+    const a = cpuBefore[i];
+    const b = cpuAfter[i];
+    return a === undefined || b === undefined ? undefined : b - a;
+  };
   const status = await guest.get(`${workspace}/syncStatus/${r.jobId}`, {}, `${what}: syncStatus`);
   const tasks = (status.participantTasks ?? []) as {
     status: string;
@@ -246,7 +262,16 @@ async function timedSync(guest: Admin, linked: Linked, expected: number, what: s
         `${status.status}, ${succeeded} succeeded, ${failed} failed or not processed: ${status.summary}`,
     );
   }
-  return { ms, succeeded };
+  return { ms, succeeded, guestCpuMs: used(0), hostCpuMs: used(1) };
+}
+
+/** The CPU the two portals used in a sync, per item moved (or in all, when none moved). */
+export function syncCpu(run: SyncRun): string {
+  if (run.guestCpuMs === undefined || run.hostCpuMs === undefined) return "";
+  const per = run.succeeded > 0 ? run.succeeded : 1;
+  const unit = run.succeeded > 0 ? "/item" : "";
+  const f = (v: number) => `${(v / per).toFixed(run.succeeded > 0 ? 2 : 0)} ms${unit}`;
+  return `CPU guest ${f(run.guestCpuMs)}, host ${f(run.hostCpuMs)}`;
 }
 
 /** The items shared to a group, by title, read a page at a time. */
@@ -312,9 +337,11 @@ export async function measureSync(
         `(${Math.round((SYNC.items * 1000) / seedMs)} items/s through the API)`,
     );
 
-    const first = await timedSync(guest, linked, SYNC.items, "first sync");
+    const [hostServer, guestServer] = servers as [ServerProcess, ServerProcess];
+    const pair = { guest: guestServer, host: hostServer };
+    const first = await timedSync(guest, linked, SYNC.items, "first sync", pair);
     say(
-      `  ${engine.name}: first sync ${seconds(first.ms)} (${rate((first.succeeded * 1000) / first.ms)} items/s)`,
+      `  ${engine.name}: first sync ${seconds(first.ms)} (${rate((first.succeeded * 1000) / first.ms)} items/s; ${syncCpu(first)})`,
     );
 
     // Spread over the offer, not only its first few items.
@@ -328,11 +355,13 @@ export async function measureSync(
         "update",
       );
     }
-    const changed = await timedSync(guest, linked, SYNC.changed, "sync after changes");
-    say(`  ${engine.name}: sync of ${SYNC.changed} changed items ${seconds(changed.ms)}`);
+    const changed = await timedSync(guest, linked, SYNC.changed, "sync after changes", pair);
+    say(
+      `  ${engine.name}: sync of ${SYNC.changed} changed items ${seconds(changed.ms)} (${syncCpu(changed)})`,
+    );
 
-    const unchanged = await timedSync(guest, linked, 0, "sync with nothing changed");
-    say(`  ${engine.name}: sync with nothing changed ${seconds(unchanged.ms)}`);
+    const unchanged = await timedSync(guest, linked, 0, "sync with nothing changed", pair);
+    say(`  ${engine.name}: sync with nothing changed ${seconds(unchanged.ms)} (${syncCpu(unchanged)})`);
     await checkCopies(guest, linked.guestGroup, changedItems);
 
     for (const [i, server] of servers.entries()) {

@@ -15,6 +15,7 @@ import {
   type Claimed,
   claimDue,
   type NotificationFields,
+  noDurableCommit,
   type Outcome,
   queueNotifications,
   recordOutcomes,
@@ -35,6 +36,18 @@ import type { WakeUp } from "./wake-up.js";
  *    outcome recorded. A crash after sending and before recording resends (a duplicate the
  *    receiver recognizes by `webhook-id`); a crash never loses one: the lease runs out and the
  *    notification is claimed again.
+ *
+ * Claims, sends and records overlap instead of taking turns, and each costs a few statements for
+ * many notifications:
+ * - a slot is free again as soon as its receiver answered: the outcome waits, with its lease, for
+ *   the next recording transaction, which takes every outcome that finished meanwhile (at most
+ *   `UNRECORDED_FACTOR` times `maxInFlight` wait; past that nothing more is claimed until a record
+ *   commits);
+ * - claims take up to as many notifications again as there are slots (per webhook and in all), held
+ *   here in the order claimed, so a freed slot starts the next attempt at once rather than after
+ *   the next claim's round trip. A held notification keeps the lease of its claim (attempt timeout
+ *   + 5 s); one whose lease no longer covers a whole attempt when its slot comes is handed back
+ *   unattempted (its lease released) instead of being sent.
  *
  * The job wakes on every committed event (the `events` change; NOTIFY across nodes on
  * PostgreSQL), when the webhook service queues notifications (pings, redeliveries) or activates a
@@ -69,18 +82,40 @@ const DISPATCH_BATCH = 500;
  * attempt's timeout a node that died mid-attempt holds up the notification on PostgreSQL.
  */
 const LEASE_MARGIN_MS = 5_000;
+/** Answered attempts waiting for their record, at most, in multiples of `maxInFlight`. */
+const UNRECORDED_FACTOR = 4;
+
+/** A claimed notification held until its webhook has a free slot. */
+interface Held {
+  claimed: Claimed;
+  settings: WebhookSettings;
+  leaseUntil: number;
+}
 
 export class WebhookDelivery {
   private readonly maxInFlight: number;
   private readonly perWebhook: number;
   private readonly inFlight = new Map<string, number>();
   private inFlightTotal = 0;
+  /** Claimed notifications waiting for a slot, per webhook, in the order claimed. */
+  private readonly held = new Map<string, Held[]>();
+  private heldTotal = 0;
+  /** Held notifications whose lease ran short: released unattempted by the next record. */
+  private readonly expired: string[] = [];
   private running = false;
   private again = false;
   private stopped = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly outcomes: Outcome[] = [];
+  /** Outcomes queued or being recorded. */
+  private unrecorded = 0;
   private flushing: Promise<void> | undefined;
+  /**
+   * Whether events may wait for dispatch: set by every committed event (this node's or, through
+   * the change feed, another's) and by the poll, cleared before a dispatch reads. A pass woken by
+   * a finished attempt then claims without asking the outbox first.
+   */
+  private eventsPending = true;
   private readonly idle = new Set<() => void>();
   /** Cuts off attempts a shutdown could not wait for. */
   private readonly abort = new AbortController();
@@ -101,8 +136,8 @@ export class WebhookDelivery {
     if (db.engine === "sqlite") {
       await db.transaction((trx) => releaseAllLeases(trx));
     }
-    db.feed.subscribe("events", () => this.wake());
-    this.timer = setInterval(() => this.wake(), this.options.pollMs ?? 1000);
+    db.feed.subscribe("events", () => this.eventsArrived());
+    this.timer = setInterval(() => this.eventsArrived(), this.options.pollMs ?? 1000);
     this.timer.unref();
     this.wake();
   }
@@ -117,6 +152,11 @@ export class WebhookDelivery {
   async stop(graceMs = Number.POSITIVE_INFINITY): Promise<void> {
     this.stopped = true;
     clearInterval(this.timer);
+    // Claimed but never sent: released at the end, so that any node sends them at once.
+    for (const queue of this.held.values())
+      for (const h of queue) this.handedBack.push(h.claimed.notification.id);
+    this.held.clear();
+    this.heldTotal = 0;
     const deadline = Date.now() + graceMs;
     while (this.inFlightTotal > 0 || this.running || this.flushing) {
       if (Date.now() >= deadline && !this.abort.signal.aborted) this.abort.abort();
@@ -138,6 +178,12 @@ export class WebhookDelivery {
     }
   }
 
+  /** New events may be in the outbox (or the poll says look anyway). */
+  private eventsArrived(): void {
+    this.eventsPending = true;
+    this.wake();
+  }
+
   wake(): void {
     if (this.stopped) return;
     if (this.running) {
@@ -152,7 +198,16 @@ export class WebhookDelivery {
     try {
       do {
         this.again = false;
-        while ((await this.dispatch()) === DISPATCH_BATCH && !this.stopped) {}
+        if (this.eventsPending) {
+          // Cleared before reading: an event committed during the read sets it again.
+          this.eventsPending = false;
+          try {
+            while ((await this.dispatch()) === DISPATCH_BATCH && !this.stopped) {}
+          } catch (err) {
+            this.eventsPending = true;
+            throw err;
+          }
+        }
         if (!this.stopped) await this.claimAndSend();
       } while (this.again && !this.stopped);
     } catch (err) {
@@ -203,28 +258,69 @@ export class WebhookDelivery {
     });
   }
 
-  /** Claims what is due, up to the free slots, and starts sending it. */
+  /**
+   * Claims what is due, up to the slots (in flight and held) of each webhook and in all, and
+   * starts sending what has a free slot.
+   */
   private async claimAndSend(): Promise<void> {
-    const free = this.maxInFlight - this.inFlightTotal;
-    if (free <= 0) return;
+    this.sendHeld();
+    // In flight or held, per webhook and in all: twice the slots.
+    const want = 2 * this.maxInFlight - this.inFlightTotal - this.heldTotal;
+    if (want <= 0) return;
+    // Recording fell behind: the next record's commit wakes the engine again.
+    if (this.unrecorded >= this.maxInFlight * UNRECORDED_FACTOR) return;
     const { db } = this.options;
     const settings = await this.options.settings.deliverySettings();
     const now = Date.now();
     const leaseMs = attemptTimeoutMs(settings) + LEASE_MARGIN_MS;
-    const claimed = await db.transaction((trx) =>
-      claimDue(trx, db.engine, {
-        now,
-        leaseMs,
-        max: free,
-        room: (webhookId) => this.perWebhook - (this.inFlight.get(webhookId) ?? 0),
-      }),
-    );
-    for (const c of claimed) {
-      this.inFlight.set(c.webhook.id, (this.inFlight.get(c.webhook.id) ?? 0) + 1);
-      this.inFlightTotal++;
-      void this.attempt(c, settings);
+    const taken = new Map(this.inFlight);
+    for (const [webhookId, queue] of this.held)
+      taken.set(webhookId, (taken.get(webhookId) ?? 0) + queue.length);
+    const limits = { now, leaseMs, max: want, perWebhook: 2 * this.perWebhook, inFlight: taken };
+    const claimed = await db.transaction(async (trx) => {
+      await noDurableCommit(trx, db.engine);
+      return claimDue(trx, db.engine, limits);
+    });
+    if (this.stopped) {
+      for (const c of claimed) this.handedBack.push(c.notification.id);
+      return;
     }
+    for (const c of claimed) {
+      let queue = this.held.get(c.webhook.id);
+      if (!queue) {
+        queue = [];
+        this.held.set(c.webhook.id, queue);
+      }
+      queue.push({ claimed: c, settings, leaseUntil: now + leaseMs });
+      this.heldTotal++;
+    }
+    this.sendHeld();
     // More may be due than there were slots; each finished attempt wakes the engine again.
+  }
+
+  /** Starts the held notifications that have a free slot, oldest claim first per webhook. */
+  private sendHeld(): void {
+    if (this.stopped) return;
+    for (const [webhookId, queue] of this.held) {
+      while (
+        queue.length > 0 &&
+        this.inFlightTotal < this.maxInFlight &&
+        (this.inFlight.get(webhookId) ?? 0) < this.perWebhook
+      ) {
+        const next = queue.shift() as Held;
+        this.heldTotal--;
+        if (Date.now() + attemptTimeoutMs(next.settings) > next.leaseUntil) {
+          // Its lease would run out mid-attempt, when another node may take it over.
+          this.expired.push(next.claimed.notification.id);
+          continue;
+        }
+        this.inFlight.set(webhookId, (this.inFlight.get(webhookId) ?? 0) + 1);
+        this.inFlightTotal++;
+        void this.attempt(next.claimed, next.settings);
+      }
+      if (queue.length === 0) this.held.delete(webhookId);
+    }
+    if (this.expired.length > 0) void this.flush();
   }
 
   private async attempt(claimed: Claimed, settings: WebhookSettings): Promise<void> {
@@ -269,8 +365,10 @@ export class WebhookDelivery {
       };
     }
     this.outcomes.push(outcome);
-    await this.flush();
+    this.unrecorded++;
+    // The slot is free once the receiver answered; the lease covers the outcome until recorded.
     this.finished(webhook.id);
+    void this.flush();
   }
 
   private finished(webhookId: string): void {
@@ -278,24 +376,49 @@ export class WebhookDelivery {
     if (left === 0) this.inFlight.delete(webhookId);
     else this.inFlight.set(webhookId, left);
     this.inFlightTotal--;
+    this.sendHeld();
     this.notifyIdle();
     this.wake();
   }
 
-  /** Records finished attempts, many per transaction: attempts finish far faster than commits. */
-  private async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
-    if (this.outcomes.length === 0) return;
-    const batch = this.outcomes.splice(0, this.outcomes.length);
-    this.flushing = this.record(batch)
-      .catch((err: unknown) => {
+  /**
+   * Records finished attempts, many per transaction: attempts finish far faster than commits.
+   * One recording runs at a time; it takes everything that finished while the previous one ran.
+   */
+  private flush(): Promise<void> {
+    if (!this.flushing) {
+      this.flushing = this.recordAll().finally(() => {
+        this.flushing = undefined;
+        this.notifyIdle();
+        // Claims may have stopped while recording lagged.
+        this.wake();
+      });
+    }
+    return this.flushing;
+  }
+
+  private async recordAll(): Promise<void> {
+    while (this.expired.length > 0) {
+      const ids = this.expired.splice(0, this.expired.length);
+      try {
+        await this.options.db.transaction((trx) => releaseLeases(trx, ids));
+        this.options.onOutcome?.("handed_back", ids.length);
+      } catch (err) {
+        // Their leases then run out by themselves.
+        this.options.onError(err, "handing back webhook notifications failed");
+      }
+    }
+    while (this.outcomes.length > 0) {
+      const batch = this.outcomes.splice(0, this.outcomes.length);
+      try {
+        await this.record(batch);
+      } catch (err) {
         // Unrecorded attempts are made again when their lease runs out.
         this.options.onError(err, "recording webhook attempts failed");
-      })
-      .finally(() => {
-        this.flushing = undefined;
-      });
-    await this.flushing;
+      } finally {
+        this.unrecorded -= batch.length;
+      }
+    }
   }
 
   private async record(batch: Outcome[]): Promise<void> {

@@ -50,7 +50,7 @@ export class Metrics {
     });
     this.deliveries = new Counter({
       name: "portico_webhook_deliveries_total",
-      help: "Webhook notification attempts made by this node, by outcome: delivered, retrying (failed, will retry), failed (no retry left, or 410), handed_back (cut off by a shutdown; another node resends).",
+      help: "Webhook notification attempts made by this node, by outcome: delivered, retrying (failed, will retry), failed (no retry left, or 410), handed_back (cut off by a shutdown, or claimed and held until its lease no longer covered an attempt; released unattempted, any node resends).",
       labelNames: ["outcome"],
       registers,
     });

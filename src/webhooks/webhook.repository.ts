@@ -1,4 +1,5 @@
-import type { Engine, Queryable } from "../db/database.js";
+import { sql } from "kysely";
+import { type Engine, later, type Queryable } from "../db/database.js";
 import type {
   NotificationAttemptTable,
   NotificationTable,
@@ -291,26 +292,36 @@ export async function requeueNotifications(
   return Number(r.numUpdatedRows);
 }
 
+/** What a claim may take: `max` in all, and per webhook `perWebhook` less what it has `inFlight`. */
+export interface ClaimLimits {
+  now: number;
+  leaseMs: number;
+  max: number;
+  perWebhook: number;
+  inFlight: ReadonlyMap<string, number>;
+}
+
 /**
- * Leases due notifications for one attempt each, until `now + leaseMs`: at most `max`, and per
- * webhook at most what `room` says it can take. Notifications of inactive webhooks wait.
+ * Leases due notifications for one attempt each, until `now + leaseMs`, within `ClaimLimits`.
+ * Notifications of inactive webhooks wait. Due notifications are taken oldest first, four times
+ * the free slots read, so that webhooks without room leave enough for the others.
+ *
+ * On PostgreSQL this is one statement. Call it in a transaction.
  */
-export async function claimDue(
-  q: Queryable,
-  engine: Engine,
-  claim: { now: number; leaseMs: number; max: number; room: (webhookId: string) => number },
-): Promise<Claimed[]> {
+export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits): Promise<Claimed[]> {
+  if (engine === "postgres") return claimDuePostgres(q, claim);
   const { now } = claim;
+  const room = (webhookId: string) => claim.perWebhook - (claim.inFlight.get(webhookId) ?? 0);
   const webhooks = await q.selectFrom("webhooks").selectAll().execute();
   const byId = new Map(webhooks.map((w) => [w.id, w]));
   const inactive = webhooks.filter((w) => w.is_active !== 1);
-  // No join, and inactive webhooks excluded with NOT IN, which no index can serve: both
-  // engines then read the due index in order and stop at the limit. (An IN list of active
-  // webhooks made SQLite pick the per-webhook index and sort every pending row.) Four times the
-  // free slots are read, so that webhooks without room leave enough for the others.
+  // No join, and inactive webhooks excluded with NOT IN, which no index can serve: SQLite then
+  // reads the due index in order and stops at the limit. (An IN list of active webhooks made it
+  // pick the per-webhook index and sort every pending row.) Candidates are read without their
+  // payload; only the chosen ones are read whole.
   let query = q
     .selectFrom("notifications")
-    .selectAll()
+    .select(["id", "webhook_id"])
     .where("status", "=", "pending")
     .where("next_attempt", "<=", now)
     .where("lease_until", "<=", now)
@@ -324,33 +335,77 @@ export async function claimDue(
       inactive.map((w) => w.id),
     );
   }
-  // Several nodes claim side by side on PostgreSQL, each taking rows the others have not locked.
-  if (engine === "postgres") query = query.forUpdate().skipLocked();
   const candidates = await query.execute();
   // Slots per webhook: a receiver with a backlog takes only its share.
   const taken = new Map<string, number>();
-  const chosen: Claimed[] = [];
+  const chosen: string[] = [];
   for (const n of candidates) {
     if (chosen.length >= claim.max) break;
-    const webhook = byId.get(n.webhook_id);
     // A webhook created after the list above was read: its notifications wait for the next claim.
-    if (!webhook) continue;
+    if (!byId.has(n.webhook_id)) continue;
     const count = taken.get(n.webhook_id) ?? 0;
-    if (count >= claim.room(n.webhook_id)) continue;
+    if (count >= room(n.webhook_id)) continue;
     taken.set(n.webhook_id, count + 1);
-    chosen.push({ notification: n, webhook });
+    chosen.push(n.id);
   }
   if (chosen.length === 0) return [];
+  const rows = await q.selectFrom("notifications").selectAll().where("id", "in", chosen).execute();
   await q
     .updateTable("notifications")
     .set({ lease_until: now + claim.leaseMs })
-    .where(
-      "id",
-      "in",
-      chosen.map((c) => c.notification.id),
-    )
+    .where("id", "in", chosen)
     .execute();
-  return chosen;
+  const byNotification = new Map(rows.map((r) => [r.id, r]));
+  return chosen.flatMap((id) => {
+    const notification = byNotification.get(id);
+    const webhook = notification && byId.get(notification.webhook_id);
+    return notification && webhook ? [{ notification, webhook }] : [];
+  });
+}
+
+/**
+ * Lets the transaction commit without waiting for its WAL to reach the disk (PostgreSQL's
+ * `synchronous_commit = off`, for this transaction only). For claims: a lease that a database
+ * crash loses only lets the notification be sent again (with the same `webhook-id`), which
+ * at-least-once delivery allows anyway; what was delivered is recorded durably. Saves a disk
+ * flush per claim. Travels with the transaction's first statement.
+ */
+export async function noDurableCommit(q: Queryable, engine: Engine): Promise<void> {
+  if (engine === "postgres") await later(q, sql`SET LOCAL synchronous_commit = off`.compile(q));
+}
+
+/**
+ * `claimDue` in one statement: the due notifications are locked `SKIP LOCKED` (several nodes
+ * claim side by side, each taking rows the others have not locked), ranked per webhook to keep
+ * within each one's room, then leased, and returned with their webhook as it is now.
+ */
+async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claimed[]> {
+  const { now } = claim;
+  const busy = JSON.stringify(Object.fromEntries(claim.inFlight));
+  const { rows } = await sql<NotificationRow & { webhook: WebhookRow }>`
+    WITH candidates AS (
+      SELECT n.id, n.webhook_id, n.next_attempt FROM notifications n
+      WHERE n.status = 'pending' AND n.next_attempt <= ${now} AND n.lease_until <= ${now}
+        AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = n.webhook_id AND w.is_active <> 1)
+      ORDER BY n.next_attempt, n.id
+      LIMIT ${claim.max * 4}
+      FOR UPDATE OF n SKIP LOCKED
+    ), ranked AS (
+      SELECT id, webhook_id, next_attempt,
+        row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt, id) AS nth
+      FROM candidates
+    ), roomy AS (
+      SELECT id, row_number() OVER (ORDER BY next_attempt, id) AS nth
+      FROM ranked
+      WHERE nth <= ${claim.perWebhook} - COALESCE((${busy}::jsonb ->> webhook_id)::int, 0)
+    )
+    UPDATE notifications AS n SET lease_until = ${now + claim.leaseMs}
+    FROM roomy, webhooks AS w
+    WHERE n.id = roomy.id AND roomy.nth <= ${claim.max} AND w.id = n.webhook_id
+    RETURNING n.*, to_jsonb(w) AS webhook`.execute(q);
+  return rows
+    .sort((a, b) => a.next_attempt - b.next_attempt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .map(({ webhook, ...notification }) => ({ notification, webhook }));
 }
 
 /**
@@ -392,11 +447,16 @@ export async function recordOutcomes(
     error: o.error,
     response_excerpt: o.excerpt,
   }));
+  // Writes whose answer nobody reads: on PostgreSQL they travel with the COMMIT (`later`), so a
+  // batch costs two round trips, the locking read and the commit.
   for (let i = 0; i < attemptRows.length; i += CHUNK) {
-    await q
-      .insertInto("notification_attempts")
-      .values(attemptRows.slice(i, i + CHUNK))
-      .execute();
+    await later(
+      q,
+      q
+        .insertInto("notification_attempts")
+        .values(attemptRows.slice(i, i + CHUNK))
+        .compile(),
+    );
   }
   // Outcomes that leave notifications in the same state share one UPDATE: most batches are
   // all first-attempt successes with the same answer, so a batch costs a few statements.
@@ -414,11 +474,14 @@ export async function recordOutcomes(
   }
   for (const { update, ids: groupIds } of updates.values()) {
     for (let i = 0; i < groupIds.length; i += CHUNK) {
-      await q
-        .updateTable("notifications")
-        .set(update)
-        .where("id", "in", groupIds.slice(i, i + CHUNK))
-        .execute();
+      await later(
+        q,
+        q
+          .updateTable("notifications")
+          .set(update)
+          .where("id", "in", groupIds.slice(i, i + CHUNK))
+          .compile(),
+      );
     }
   }
   // The deactivation policy: numberOfFailures failed notifications within daysInPast days,

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { applyItems, type ItemPackage } from "../../src/collaboration/replication.js";
 import {
   addItem,
   collaborate,
@@ -238,6 +239,67 @@ describe("sync between a host and a guest", () => {
       const s = await guest.get(workspacePath(linked, `syncStatus/${third.jobId}`), {}, guest.adminToken);
       return s.status === "completed";
     });
+  });
+  it("applies received items side by side; a bad one fails alone, and applying again adds no duplicates", async () => {
+    const origin = `origin-${Math.random()}`;
+    const target = { workspaceId: linked.workspaceId, originPortalId: origin, groupId: guestGroup };
+    const pkg = (i: number, title: string | null): ItemPackage => ({
+      id: `${origin}-item-${i}`,
+      version: 1,
+      // A title the store cannot take: the item fails while the others are being stored.
+      title: title as string,
+      type: "GeoJson",
+      typeKeywords: [],
+      description: "",
+      snippet: "",
+      tags: ["chunked"],
+      url: null,
+      properties: null,
+      size: 2,
+      data: {
+        name: "d.geojson",
+        contentType: "application/json",
+        content: Buffer.from("{}").toString("base64"),
+      },
+      thumbnail: null,
+    });
+    const count = 12;
+    const bad = 5;
+    const packages = Array.from({ length: count }, (_, i) => pkg(i, i === bad ? null : `chunked ${i}`));
+    const first = await applyItems(guest.portico.db, target, packages);
+    expect(first.map((r) => r.id)).toEqual(packages.map((p) => p.id));
+    expect(first.filter((r) => r.ok).map((r) => r.action)).toEqual(Array(count - 1).fill("created"));
+    expect(first[bad]).toMatchObject({ ok: false, reason: expect.stringContaining("could not be stored") });
+
+    const copies = () =>
+      guest.portico.db.kysely
+        .selectFrom("collaboration_copies as c")
+        .innerJoin("items as i", "i.id", "c.item_id")
+        .select(["c.origin_item_id", "i.title"])
+        .where("c.origin_portal_id", "=", origin)
+        .execute();
+    expect((await copies()).length).toBe(count - 1);
+
+    // The next sync brings the failed item and finds the others held: one copy each, no duplicates.
+    const second = await applyItems(guest.portico.db, target, [
+      ...packages.slice(0, bad),
+      pkg(bad, `chunked ${bad}`),
+      ...packages.slice(bad + 1),
+    ]);
+    expect(second.every((r) => r.ok)).toBe(true);
+    expect(second[bad]?.action).toBe("created");
+    expect(second.filter((r) => r.action === "updated").length).toBe(count - 1);
+    const held = await copies();
+    expect(held.map((c) => c.origin_item_id).sort()).toEqual(packages.map((p) => p.id).sort());
+    // Each copy is one item, shared to the linked group once.
+    const shared = await guest.portico.db.kysely
+      .selectFrom("item_shares as s")
+      .innerJoin("items as i", "i.id", "s.item_id")
+      .select("i.title")
+      .where("s.group_id", "=", guestGroup)
+      .where("i.title", "like", "chunked %")
+      .execute();
+    expect(shared.map((r) => r.title).sort()).toEqual(packages.map((_, i) => `chunked ${i}`).sort());
   });
 });
 

@@ -464,6 +464,56 @@ describe("webhook delivery", () => {
     expect(payloadOf(delivery).events[0]).toMatchObject({ source: "webhook", operation: "ping", id: w.id });
   });
 
+  it("records each attempt of a burst on its own: one refused among many fails alone", async () => {
+    await portal.post(`${hooks}/settings/update`, { notificationAttempts: 1 }, portal.adminToken);
+    const w = await createWebhook();
+    // The eighteenth delivery to arrive is refused; the others are taken.
+    let arrived = 0;
+    let refused = "";
+    receiver.respond = (r) => {
+      const events = eventsOf([r]);
+      if (events.length === 0 || ++arrived !== 18) return { status: 200 };
+      refused = events[0].id;
+      return { status: 500, body: "not this one" };
+    };
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push(await addItem(`Batch ${i}`));
+    // Both answers are recorded, in whatever recording batches they fell.
+    await waitUntil(async () => {
+      const s = await status(w.id);
+      return s.total === 30 && s.WebhookStatus.every((n: any) => n.status !== "pending");
+    }, 20_000);
+    expect(ids).toContain(refused);
+    const s = await status(w.id);
+    const byObject = new Map(s.WebhookStatus.map((n: any) => [n.payload.events[0].id, n]));
+    for (const id of ids) {
+      const n = byObject.get(id) as any;
+      expect(n.status).toBe(id === refused ? "failed" : "delivered");
+      expect(n.attempts.map((a: any) => a.statusCode)).toEqual([id === refused ? 500 : 200]);
+    }
+    expect(eventsOf(receiver.deliveries()).filter((e) => e.id === refused).length).toBe(1);
+  }, 30_000);
+
+  it("sends each of a burst once while a hanging receiver holds every slot, claimed ones waiting past their lease margin included", async () => {
+    // Sixteen attempts hang for longer than the lease's margin (5 s) while more are claimed and
+    // held for the slots: those are handed back unattempted, claimed again, and sent once.
+    const w = await createWebhook();
+    let answered = 0;
+    receiver.respond = (r) =>
+      payloadOf(r).events.length > 0 && answered++ < 16 ? { status: 200, delayMs: 6000 } : { status: 200 };
+    const ids: string[] = [];
+    for (let i = 0; i < 24; i++) ids.push(await addItem(`Held ${i}`));
+    await receiver.waitFor(() => receiver.deliveries().length >= 24, 30_000);
+    await waitUntil(async () => {
+      const s = await status(w.id);
+      return s.total === 24 && s.WebhookStatus.every((n: any) => n.status === "delivered");
+    }, 15_000);
+    const sent = eventsOf(receiver.deliveries()).map((e) => e.id);
+    expect([...sent].sort()).toEqual([...ids].sort());
+    const s = await status(w.id);
+    for (const n of s.WebhookStatus) expect(n.attempts.length).toBe(1);
+  }, 60_000);
+
   it("keeps delivering to a healthy receiver while another one hangs", async () => {
     await portal.post(
       `${hooks}/settings/update`,
