@@ -526,8 +526,17 @@ async function main(): Promise<number> {
     }
   }
 
-import { createStore, databasePids, type Engine, type Store } from "./stores.js";
-import { measureSync, SYNC, type SyncFigures, syncCpu } from "./sync.js";
+  printSummary(
+    baselines,
+    readsOnly,
+    figures,
+    searchesAlone,
+    deliveriesOnly,
+    startups,
+    syncs,
+    scaling,
+    anchors,
+  );
   if (postgis.length) {
     say("");
     say(postgisSummary(postgis));
@@ -873,10 +882,8 @@ function printSummary(
   baselines: LoadResult[],
   readsOnly: ReadFigures[],
   figures: EngineFigures[],
-
-import { createStore, databasePids, type Engine, type Store } from "./stores.js";
-import { measureSync, SYNC, type SyncFigures, syncCpu } from "./sync.js";
-
+  searchesAlone: SearchFigures[],
+  deliveriesOnly: { engine: Engine; deliveries: DeliveryFigures[] }[],
   startups: StartupFigures[],
   syncs: SyncFigures[],
   scaling: NodesFigures[],
