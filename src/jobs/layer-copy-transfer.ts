@@ -244,25 +244,8 @@ async function sendCopyEdits(
     if (sent.rows.moment >= upTo && sent.deletes.moment >= upTo) continue;
     const report: LayerReport = { ...newLayerOutcome(layerId), editsBack: newLayerOutcome(layerId) };
     const editsBack = report.editsBack as LayerOutcome;
-    let cursor = sent;
     let moved = false;
-    for (;;) {
-      const stop = stopped(ctx);
-      if (stop) {
-        editsBack.notProcessed = stop;
-        break;
-      }
-      const page = await readChanges(
-        ctx.db.kysely,
-        itemId,
-        layerId,
-        { rowsAfter: cursor.rows, deletesAfter: cursor.deletes, upTo, maxBytes: pageBudget(ctx) },
-        ctx.host.portal_id,
-      );
-      if (!page) break;
-      const next: LayerCursor = page.done
-        ? reached(upTo)
-        : { rows: page.rowsNext, deletes: page.deletesNext };
+    for await (const { page, next } of changePages(ctx, itemId, layerId, upTo, sent, editsBack)) {
       if (page.features.length + page.deletes.length > 0) {
         ctx.budget.bytes -= JSON.stringify(page).length;
         const { outcome } = await ctx.ask<{ outcome: EditsOutcome }>("layerEdits", {
@@ -277,8 +260,6 @@ async function sendCopyEdits(
         moved = true;
       }
       await ctx.db.transaction((trx) => saveSendCursor(trx, itemId, layerId, next));
-      cursor = next;
-      if (page.done) break;
     }
     if (moved || editsBack.notProcessed) out.set(layerId, report);
   }
@@ -400,6 +381,33 @@ async function pushLayer(
   from: LayerCursor,
   outcome: LayerOutcome,
 ): Promise<void> {
+  for await (const { page, next } of changePages(ctx, itemId, layerId, upTo, from, outcome)) {
+    ctx.budget.bytes -= JSON.stringify(page).length;
+    const r = await ctx.ask<{ outcome: LayerOutcome }>("copyPage", {
+      workspaceId: ctx.workspaceId,
+      id: itemId,
+      layerId,
+      page,
+      next,
+    });
+    addTo(outcome, r.outcome);
+  }
+}
+
+/**
+ * The pages of this portal's changes to a layer of `itemId` from `from` up to `upTo`, each with the
+ * cursor after it, sized to what is left of the sync's budget; what a sync stored here from the
+ * host is left out. Ends after the last page, or when the sync must stop (saying why in
+ * `outcome.notProcessed`).
+ */
+async function* changePages(
+  ctx: SyncContext,
+  itemId: string,
+  layerId: number,
+  upTo: number,
+  from: LayerCursor,
+  outcome: LayerOutcome,
+): AsyncGenerator<{ page: NonNullable<Awaited<ReturnType<typeof readChanges>>>; next: LayerCursor }> {
   let cursor = from;
   for (;;) {
     const stop = stopped(ctx);
@@ -415,16 +423,8 @@ async function pushLayer(
       ctx.host.portal_id,
     );
     if (!page) return;
-    ctx.budget.bytes -= JSON.stringify(page).length;
     const next: LayerCursor = page.done ? reached(upTo) : { rows: page.rowsNext, deletes: page.deletesNext };
-    const r = await ctx.ask<{ outcome: LayerOutcome }>("copyPage", {
-      workspaceId: ctx.workspaceId,
-      id: itemId,
-      layerId,
-      page,
-      next,
-    });
-    addTo(outcome, r.outcome);
+    yield { page, next };
     cursor = next;
     if (page.done) return;
   }
