@@ -10,6 +10,7 @@ export const CASES = [
   "writes",
   "delivery",
   "sync",
+  "layercopy",
   "nodes",
   "abuse",
   "features",
@@ -77,8 +78,9 @@ export const USAGE = `usage: npm run bench -- [flags]
                      baseline), only the write case on PostgreSQL beside its pgbench anchor
                      (implies --pg), only the webhook deliveries on a fresh portal (with the
                      server's CPU per delivery), the collaboration sync between two portals (with
-                     both portals' CPU per item), the read and
-                     write cases on one node beside N nodes of
+                     both portals' CPU per item), a hosted layer of 100,000 points copied to a
+                     guest and a delta sync of 1,000 updates, the read and write cases on one
+                     node beside N nodes of
                      one PostgreSQL database, the attacks of issue 12 (peak RSS and worst /health
                      latency of the server under each attack, beside the same without attack), a
                      hosted point layer loaded through applyEdits and queried, beside a direct

@@ -26,6 +26,7 @@ import {
   Points,
   planQueries,
 } from "./features.js";
+import { LAYER_COPY, type LayerCopyFigures, type LayerCopyRun, measureLayerCopy } from "./layer-copy.js";
 import { type LoadCase, type LoadResult, type LoadSettings, runLoad } from "./load.js";
 import { measureNodes, type NodesFigures } from "./nodes.js";
 import { type BenchOptions, parseOptions, USAGE } from "./options.js";
@@ -427,6 +428,21 @@ async function main(): Promise<number> {
     }
   }
 
+  const layerCopies: LayerCopyFigures[] = [];
+  if (options.cases.has("layercopy")) {
+    section(
+      `Layer copy: a guest copies a hosted layer of ${LAYER_COPY.features.toLocaleString("en-US")} points, then ${LAYER_COPY.edits.toLocaleString("en-US")} updates (synchronous syncs, timed)`,
+    );
+  }
+  for (const engine of options.cases.has("layercopy") ? engines : []) {
+    try {
+      layerCopies.push(await measureLayerCopy(engine, (store) => startPortico(engine, store), say));
+    } catch (err) {
+      failures.push(`${engine.name} layer copy: ${(err as Error).message}`);
+      say(`  ${engine.name}: FAILED: ${(err as Error).message}`);
+    }
+  }
+
   const scaling: NodesFigures[] = [];
   if (options.cases.has("nodes") && pgEngine) {
     section(
@@ -537,6 +553,10 @@ async function main(): Promise<number> {
     scaling,
     anchors,
   );
+  if (layerCopies.length) {
+    say("");
+    say(layerCopySummary(layerCopies));
+  }
   if (postgis.length) {
     say("");
     say(postgisSummary(postgis));
@@ -876,6 +896,29 @@ function printServerOutput(server: ServerProcess) {
   if (lines.length === 0) return;
   say(`  ${server.name} logged (last lines):`);
   for (const line of lines.slice(-5)) say(`    ${line.slice(0, 300)}`);
+}
+
+/** The layer-copy case's rows: first copy and delta sync per engine, with both portals' CPU. */
+function layerCopySummary(copies: LayerCopyFigures[]): string {
+  const cpu = (r: LayerCopyRun) =>
+    r.guestCpuMs === undefined || r.hostCpuMs === undefined
+      ? ""
+      : `guest ${(r.guestCpuMs / 1000).toFixed(1)} s, host ${(r.hostCpuMs / 1000).toFixed(1)} s`;
+  const rows = copies.flatMap((c) => [
+    [
+      `layer copy: first, ${LAYER_COPY.features.toLocaleString("en-US")} features`,
+      c.engine.name,
+      `${seconds(c.first.ms)} (${rate((c.first.added * 1000) / c.first.ms)} features/s)`,
+      cpu(c.first),
+    ],
+    [
+      `layer copy: ${LAYER_COPY.edits.toLocaleString("en-US")} updates`,
+      c.engine.name,
+      seconds(c.delta.ms),
+      cpu(c.delta),
+    ],
+  ]);
+  return table(["measure", "engine", "time", "CPU"], rows, 2);
 }
 
 function printSummary(

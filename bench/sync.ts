@@ -42,10 +42,10 @@ export interface SyncFigures {
   unchanged: SyncRun;
 }
 
-const SELF = "/sharing/rest/portals/self";
+export const SELF = "/sharing/rest/portals/self";
 
 /** The calls the case makes, as the administrator of one portal. */
-class Admin {
+export class Admin {
   private constructor(
     readonly origin: string,
     private readonly token: string,
@@ -101,7 +101,7 @@ class Admin {
   }
 }
 
-interface Linked {
+export interface Linked {
   collaborationId: string;
   workspaceId: string;
   hostGroup: string;
@@ -113,7 +113,7 @@ interface Linked {
  * invites the guest to receive; the guest accepts and links a group of its own; the host imports
  * the guest's response.
  */
-async function collaborate(host: Admin, guest: Admin): Promise<Linked> {
+export async function collaborate(host: Admin, guest: Admin): Promise<Linked> {
   const hostGroup = await host.createGroup("bench sync host group");
   const created = await host.post(
     `${SELF}/createCollaboration`,

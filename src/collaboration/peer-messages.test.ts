@@ -6,6 +6,7 @@ import {
   base64Bytes,
   type CallLimits,
   checkPackage,
+  compileAllSchemas,
   MB,
   requestProblem,
 } from "./peer-messages.js";
@@ -186,5 +187,11 @@ describe("message shapes", () => {
     expect(answerProblem("holdings", { holdings: { a: "x" } })).toMatch(/integer/);
     expect(answerProblem("apply", { results: [{ id: "a", title: "t", ok: "yes" }] })).toMatch(/boolean/);
     expect(answerProblem("nudge", {})).toMatch(/not an operation/);
+  });
+});
+
+describe("the protocol's schemas", () => {
+  it("all compile (they are compiled at first use when serving)", () => {
+    expect(() => compileAllSchemas()).not.toThrow();
   });
 });

@@ -247,16 +247,43 @@ const ANSWER_SCHEMAS: Record<string, object> = {
   withdraw: RESULTS,
 };
 
-const compileAll = (schemas: Record<string, object>) =>
-  new Map(Object.entries(schemas).map(([op, schema]) => [op, ajv.compile(schema)]));
-const requestValidators = compileAll({ ...REQUEST_SCHEMAS, ...LAYER_COPY_REQUESTS });
-const answerValidators = compileAll({ ...ANSWER_SCHEMAS, ...LAYER_COPY_ANSWERS });
-const validatePackage = ajv.compile(PACKAGE);
-const validateExportEntry = ajv.compile({
-  type: "object",
-  properties: { id: ID, state: { enum: ["present", "deleted", "unshared"] }, item: { type: "object" } },
-  required: ["id", "state"],
+/**
+ * Validators compiled at first use: compiling every operation's schemas when the module loads was
+ * ~150 ms of every start, for calls most portals receive rarely or never. `compileAllSchemas`
+ * compiles them now (the unit test, so a malformed schema still fails a test).
+ */
+class Validators {
+  readonly #compiled = new Map<string, ValidateFunction>();
+  constructor(private readonly schemas: Readonly<Record<string, object>>) {}
+
+  get(op: string): ValidateFunction | undefined {
+    let validate = this.#compiled.get(op);
+    if (!validate && Object.hasOwn(this.schemas, op)) {
+      validate = ajv.compile(this.schemas[op] as object);
+      this.#compiled.set(op, validate);
+    }
+    return validate;
+  }
+
+  compileAll(): void {
+    for (const op of Object.keys(this.schemas)) this.get(op);
+  }
+}
+const requestValidators = new Validators({ ...REQUEST_SCHEMAS, ...LAYER_COPY_REQUESTS });
+const answerValidators = new Validators({ ...ANSWER_SCHEMAS, ...LAYER_COPY_ANSWERS });
+const others = new Validators({
+  package: PACKAGE,
+  exportEntry: {
+    type: "object",
+    properties: { id: ID, state: { enum: ["present", "deleted", "unshared"] }, item: { type: "object" } },
+    required: ["id", "state"],
+  },
 });
+
+/** Compiles every schema of the protocol now (throws on a malformed one). */
+export function compileAllSchemas(): void {
+  for (const v of [requestValidators, answerValidators, others]) v.compileAll();
+}
 
 function describe(error: ErrorObject | undefined): string {
   if (!error) return "does not have the expected shape";
@@ -322,7 +349,7 @@ const ITEM_FIELDS = Object.keys(itemSpecs) as (keyof typeof itemSpecs)[];
  * read from its bytes.
  */
 export function checkPackage(raw: unknown, maxItemBytes: number, limitName: string): Checked {
-  const shape = shapeProblem(validatePackage, raw);
+  const shape = shapeProblem(others.get("package"), raw);
   if (shape) return refused(raw, `refused: the item ${shape}`);
   const pkg = raw as ItemPackage;
   if (pkg.title === "") return refused(raw, "refused: 'title' is empty");
@@ -446,7 +473,7 @@ export function admitExport(
   const gone: Withdrawal[] = [];
   const checked: Checked[] = [];
   for (const raw of entries) {
-    const shape = shapeProblem(validateExportEntry, raw);
+    const shape = shapeProblem(others.get("exportEntry"), raw);
     if (shape) {
       checked.push(refused(raw, `refused: the host's answer ${shape}`));
       continue;

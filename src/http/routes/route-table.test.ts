@@ -31,4 +31,17 @@ describe("route table", () => {
       file: "portaladmin.routes.ts",
     });
   });
+
+  it("holds JSON parameter schemas that compile (they are compiled at first use when serving)", () => {
+    let compiled = 0;
+    for (const route of allRoutes) {
+      for (const [name, spec] of Object.entries(route.params)) {
+        if (spec.kind !== "json") continue;
+        expect(spec.compile, `${route.name} ${name}`).toBeTypeOf("function");
+        expect(() => spec.compile?.(), `${route.name} ${name}`).not.toThrow();
+        compiled++;
+      }
+    }
+    expect(compiled).toBeGreaterThan(50);
+  });
 });
