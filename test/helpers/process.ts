@@ -11,14 +11,30 @@ import { engine } from "./portico.js";
  */
 export const MAIN = path.resolve(import.meta.dirname, "../../dist/src/cli/main.js");
 
+/**
+ * A port to hand a spawned server, which binds it a second or so later. Taken at random below
+ * Linux's ephemeral range (32768-60999): a port from `listen(0)` is closed again before the server
+ * binds it, and meanwhile another test's server listening on port 0 could be given the same one
+ * and answer this one's readiness probe (seen once in CI: a test read a certificate its server had
+ * not made). Below that range only other callers of this function pick, at random among 10,000.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 10_000);
+    if (await bindable(port)) return port;
+  }
+  return bindable(0) as Promise<number>;
+}
+
+/** Binds `port` on 127.0.0.1 and lets it go: the port bound (0: the one the system chose), or 0 when taken. */
+function bindable(port: number): Promise<number> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+    server.once("error", () => resolve(0));
+    server.listen(port, "127.0.0.1", () => {
+      const bound = (server.address() as net.AddressInfo).port;
+      server.close(() => resolve(bound));
     });
-    server.on("error", reject);
   });
 }
 
