@@ -160,10 +160,8 @@ export async function securityPage(): Promise<void> {
   );
   const resetArea = messageArea();
   const reset = button("Reset to the defaults", () => {
-    // Reloaded only if the user is still here when the reset is done.
-    const still = alive();
     void act(resetArea, () => api("/portals/self/securityPolicy/reset"), "Policy reset.").then(
-      (done) => done && still() && void securityPage(),
+      (done) => done && void securityPage(),
     );
   });
   const lockArea = messageArea();

@@ -51,14 +51,21 @@ export function showOk(area: HTMLElement, text: string): void {
   area.textContent = text;
 }
 
-/** Runs an action from a button or form, showing its error (or success) in `area`. */
+/**
+ * Runs an action from a button or form, showing its error (or success) in `area`. True when it
+ * succeeded and the user is still on the page it was started from: callers reload that page on
+ * true, and a reload that starts after the user has gone to another address would draw the old
+ * page over the new one (its own `alive()` would be taken at the new address). That happened:
+ * a webhook's Delete answered after a move to #/health, and the Webhooks page replaced Health.
+ */
 export async function act(area: HTMLElement, what: () => Promise<unknown>, done?: string): Promise<boolean> {
+  const still = alive();
   area.className = "message";
   area.textContent = "";
   try {
     await what();
     if (done) showOk(area, done);
-    return true;
+    return still();
   } catch (err) {
     showError(area, err);
     return false;
