@@ -1,12 +1,18 @@
 import type https from "node:https";
 import path from "node:path";
 import type { FastifyInstance } from "fastify";
-import { generatePassword, TEST_SCRYPT_COST } from "./auth/password.js";
+import {
+  generatePassword,
+  hashPassword,
+  SCRYPT_COST,
+  type ScryptCost,
+  TEST_SCRYPT_COST,
+} from "./auth/password.js";
 import { PortalKeys } from "./collaboration/peer.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
-import { migrateToLatest } from "./db/migrate.js";
+import { MIGRATION_NAMES, migrateToLatest, pendingMigrations } from "./db/migrate.js";
 import { addHttpsListener, buildServer } from "./http/server.js";
 import { certificateNames, loadOrCreateSelfSigned, type SelfSigned } from "./http/tls.js";
 import { createJobs } from "./jobs/create-jobs.js";
@@ -73,6 +79,13 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     onAvailability: (change) => reportAvailability(change),
   });
   try {
+    // A new database gets its first administrator below. The password's hash (scrypt: 64 MiB and a
+    // few hundred ms of a core) is then computed on the thread pool while the migrations run,
+    // not after them (under load it was the largest step of a first start after the migrations).
+    const firstAdmin =
+      (await pendingMigrations(db)).length === MIGRATION_NAMES.length
+        ? firstAdministrator(config, options.testPasswordHashing ? TEST_SCRYPT_COST : SCRYPT_COST)
+        : undefined;
     await migrateToLatest(db);
     let address = "";
     let httpsAddress: string | undefined;
@@ -111,7 +124,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     });
     await services.portal.ensureOrganization();
     const announce = options.announce ?? ((t: string) => process.stdout.write(t));
-    await ensureFirstAdministrator(services, config, announce);
+    await ensureFirstAdministrator(services, firstAdmin ?? firstAdministrator(config), announce);
     const tls = await tlsMaterial(config, announce);
 
     const metrics = new Metrics(db, { engine: db.engine, version: PORTICO_VERSION });
@@ -253,26 +266,49 @@ async function listenHttps(app: FastifyInstance, server: https.Server, port: num
  * password and prints it once. Concurrent first start-ups race on the unique username: the loser
  * sees "username taken" and prints nothing.
  */
+interface FirstAdministrator {
+  username: string;
+  password: string;
+  /** The operator gave no password: it is printed once the account exists. */
+  generated: boolean;
+  /** The password's hash, when computed ahead (`cost` given); otherwise the user service hashes it. */
+  passwordHash?: Promise<string>;
+}
+
+/** The first administrator's credentials, from the configuration or generated. */
+function firstAdministrator(config: Config, cost?: Readonly<ScryptCost>): FirstAdministrator {
+  const password = config.adminPassword ?? generatePassword();
+  const admin: FirstAdministrator = {
+    username: config.adminUsername ?? "portaladmin",
+    password,
+    generated: config.adminPassword === undefined,
+  };
+  if (cost) {
+    admin.passwordHash = hashPassword(password, cost);
+    // Awaited only if the account is made; a failure then is that creation's failure.
+    admin.passwordHash.catch(() => {});
+  }
+  return admin;
+}
+
 async function ensureFirstAdministrator(
   services: Services,
-  config: Config,
+  admin: FirstAdministrator,
   announce: (text: string) => void,
 ) {
   if (await services.users.hasAdministrator()) return;
-  const username = config.adminUsername ?? "portaladmin";
-  const generated = config.adminPassword === undefined;
-  const password = config.adminPassword ?? generatePassword();
+  const { username, password } = admin;
   try {
     await services.users.create(
       null,
       { username, password, firstName: "Portal", lastName: "Administrator", email: "", role: "org_admin" },
-      { system: true },
+      { system: true, ...(admin.passwordHash ? { passwordHash: await admin.passwordHash } : {}) },
     );
   } catch (err) {
     if (await services.users.hasAdministrator()) return;
     throw err;
   }
-  if (generated) {
+  if (admin.generated) {
     announce(
       `\nportico: created the first administrator.\n  username: ${username}\n  password: ${password}\n` +
         "This password is shown only once; sign in and change it.\n\n",

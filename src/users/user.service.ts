@@ -110,13 +110,20 @@ export class UserService {
     this.selves = new FeedCache(db.feed, ["auth", "members"], (self) => self.id as string);
   }
 
-  /** Creates an account. `caller` null is the system itself (the first administrator). */
-  async create(caller: Caller | null, input: NewUser, opts: { system?: boolean } = {}): Promise<UserRow> {
+  /**
+   * Creates an account. `caller` null is the system itself (the first administrator), which may
+   * hand the password's hash in, computed ahead (a first start hashes while it migrates).
+   */
+  async create(
+    caller: Caller | null,
+    input: NewUser,
+    opts: { system?: boolean; passwordHash?: string } = {},
+  ): Promise<UserRow> {
     if (!opts.system) requirePrivilege(caller, "portal:admin:inviteUsers");
     // The first administrator's password is the operator's, set before any policy exists.
     const passwordHash =
       opts.system || caller === null
-        ? await this.hasher.hash(input.password, "system")
+        ? (opts.passwordHash ?? (await this.hasher.hash(input.password, "system")))
         : await hashNewPassword(
             { q: this.db.kysely, hasher: this.hasher },
             (await this.portal.get()).securityPolicy.passwordPolicy,
