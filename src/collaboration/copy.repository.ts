@@ -56,6 +56,44 @@ export async function saveCopy(
   }
 }
 
+/** First records of several copies: each `itemId` holds `version` of its origin item. */
+export async function saveNewCopies(
+  q: Queryable,
+  copies: readonly { key: CopyKey; itemId: string; version: number }[],
+): Promise<void> {
+  if (copies.length === 0) return;
+  await q
+    .insertInto("collaboration_copies")
+    .values(
+      copies.map(({ key, itemId, version }) => ({
+        workspace_id: key.workspaceId,
+        origin_portal_id: key.originPortalId,
+        origin_item_id: key.originItemId,
+        item_id: itemId,
+        origin_version: version,
+      })),
+    )
+    .execute();
+}
+
+/** The copies, among these origin items of one participant in a workspace, already recorded. */
+export async function copiedAmong(
+  q: Queryable,
+  workspaceId: string,
+  originPortalId: string,
+  originItemIds: readonly string[],
+): Promise<Set<string>> {
+  if (originItemIds.length === 0) return new Set();
+  const rows = await q
+    .selectFrom("collaboration_copies")
+    .select("origin_item_id")
+    .where("workspace_id", "=", workspaceId)
+    .where("origin_portal_id", "=", originPortalId)
+    .where("origin_item_id", "in", [...originItemIds])
+    .execute();
+  return new Set(rows.map((r) => r.origin_item_id));
+}
+
 export async function markWithdrawn(q: Queryable, key: CopyKey): Promise<void> {
   await q
     .updateTable("collaboration_copies")

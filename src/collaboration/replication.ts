@@ -1,26 +1,30 @@
-import { deleteFile, type FileKind, readAll, writeFile } from "../content/file-store.js";
+import { deleteFile, type FileKind, readAllOf, writeFile, writeNewFiles } from "../content/file-store.js";
 import {
   deleteItem,
   findItem,
   insertItem,
+  insertItems,
   replaceTags,
   shareItem,
+  shareItemsWith,
   unshareItem,
   updateItem,
 } from "../content/item.repository.js";
 import type { Db, Queryable } from "../db/database.js";
-import { recordEvent } from "../events/outbox.js";
+import { type ChangeEvent, recordEvent, recordEvents } from "../events/outbox.js";
 import { dropServiceStorage } from "../features/layer-store.js";
 import { findGroup } from "../groups/group.repository.js";
 import { newId } from "../ids.js";
 import {
   type CopyKey,
+  copiedAmong,
   copiesAmong,
   deleteCopy,
   findCopy,
   listCopies,
   markWithdrawn,
   saveCopy,
+  saveNewCopies,
 } from "./copy.repository.js";
 import { findDataCopy } from "./layer-copy.js";
 import { findLink } from "./workspace.repository.js";
@@ -28,8 +32,9 @@ import { findLink } from "./workspace.repository.js";
 /**
  * What replication does to a portal's own content, on whichever side runs it: listing what a
  * workspace's linked group offers, packaging items, and applying received items or their
- * withdrawal. The sync engine decides what to move; this module moves it, one item per
- * transaction, so one bad item never undoes the others and each change commits with its events.
+ * withdrawal. The sync engine decides what to move; this module moves it. Each change commits with
+ * its events, and one bad item never undoes the others: new copies of a page commit together, and
+ * when that fails, and for every other change, one item per transaction.
  */
 
 /** One entry of a sender's offer: an item shared to the linked group that is not itself a copy. */
@@ -156,24 +161,22 @@ export async function exportItems(q: Queryable, groupId: string, ids: readonly s
   // A received copy is never sent on, even when asked for by id.
   const copies = await copiesAmong(q, ids);
   const byId = new Map(rows.map((r) => [r.id, r]));
-  // One item at a time: the packages carry whole files (base64 in JSON), but a file is read from
-  // its chunks only when its item is packaged, so at most one item's files are being read.
-  const out: Export[] = [];
-  for (const id of ids) out.push(await exportOne(id));
-  return out;
-
-  async function exportOne(id: string): Promise<Export> {
+  // The files of the whole page are read together (a few statements rather than two per file);
+  // the answer holds them all anyway, base64 in JSON.
+  const files = await readAllOf(
+    q,
+    ids.filter((id) => byId.has(id) && shared.has(id) && !copies.has(id)),
+    ["data", "thumbnail"],
+  );
+  return ids.map((id): Export => {
     const row = byId.get(id);
     if (!row) return { id, state: "deleted" };
     if (!shared.has(id) || copies.has(id)) return { id, state: "unshared" };
-    const file = async (kind: FileKind): Promise<FilePackage | null> => {
-      const stored = await readAll(q, id, kind);
-      return stored
-        ? {
-            name: stored.file.name,
-            contentType: stored.file.contentType,
-            content: stored.bytes.toString("base64"),
-          }
+    const stored = files.get(id);
+    const file = (kind: FileKind): FilePackage | null => {
+      const read = stored?.get(kind);
+      return read
+        ? { name: read.file.name, contentType: read.file.contentType, content: read.bytes.toString("base64") }
         : null;
     };
     return {
@@ -191,11 +194,11 @@ export async function exportItems(q: Queryable, groupId: string, ids: readonly s
         url: row.url,
         properties: row.properties ? (JSON.parse(row.properties) as Record<string, unknown>) : null,
         size: Number(row.size),
-        data: await file("data"),
-        thumbnail: await file("thumbnail"),
+        data: file("data"),
+        thumbnail: file("thumbnail"),
       },
     };
-  }
+  });
 }
 
 interface Target {
@@ -205,7 +208,13 @@ interface Target {
   groupId: string;
 }
 
-/** Applies received items on this portal, each in its own transaction. */
+/**
+ * Applies received items on this portal. Items this portal holds no copy of yet (all of them, in
+ * a first sync) are stored together, in one transaction of a few statements for the whole page
+ * rather than a dozen round trips each. Every other item, and every item of a page whose
+ * transaction failed (nothing of which is kept), is applied in a transaction of its own, so that
+ * one bad item fails alone and never undoes the others.
+ */
 export async function applyItems(
   db: Db,
   target: Target,
@@ -220,22 +229,152 @@ export async function applyItems(
       reason: "the linked group no longer exists",
     }));
   }
+  let created = new Set<string>();
+  if (packages.length > 1) {
+    try {
+      created = await db.transaction((trx) => createCopies(trx, target, group, packages));
+    } catch {
+      // Not a failure of any item yet: each is tried alone below, and fails with its own reason.
+    }
+  }
   // Concurrent transactions let SQLite's group commit share one fsync among many items.
-  return Promise.all(
-    packages.map(async (pkg): Promise<ItemResult> => {
-      try {
-        const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
-        return { id: pkg.id, title: pkg.title, ok: true, action };
-      } catch (err) {
-        return {
-          id: pkg.id,
-          title: pkg.title,
-          ok: false,
-          reason: `could not be stored: ${(err as Error).message}`,
-        };
-      }
-    }),
+  const alone = await Promise.all(
+    packages
+      .filter((pkg) => !created.has(pkg.id))
+      .map(async (pkg): Promise<ItemResult> => {
+        try {
+          const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
+          return { id: pkg.id, title: pkg.title, ok: true, action };
+        } catch (err) {
+          return {
+            id: pkg.id,
+            title: pkg.title,
+            ok: false,
+            reason: `could not be stored: ${(err as Error).message}`,
+          };
+        }
+      }),
   );
+  const byId = new Map(alone.map((r) => [r.id, r]));
+  return packages.map(
+    (pkg) => byId.get(pkg.id) ?? { id: pkg.id, title: pkg.title, ok: true, action: "created" as const },
+  );
+}
+
+/** The columns of a copy's `items` row that come from its package. */
+function packageFields(pkg: ItemPackage) {
+  return {
+    title: pkg.title,
+    type: pkg.type,
+    type_keywords: JSON.stringify(pkg.typeKeywords),
+    description: pkg.description,
+    snippet: pkg.snippet,
+    tags: JSON.stringify(pkg.tags),
+    url: pkg.url,
+    properties: pkg.properties ? JSON.stringify(pkg.properties) : null,
+    size: pkg.size,
+    thumbnail: pkg.thumbnail ? `thumbnail/${pkg.thumbnail.name}` : null,
+  };
+}
+
+/**
+ * Stores, in `trx`, the packages of origin items this portal holds no copy of as new copies, as
+ * `applyOne` stores each (item, tags, words, files, sharing, events, copy record), with one
+ * statement per table for them all; answers their origin ids.
+ */
+async function createCopies(
+  trx: Queryable,
+  target: Target,
+  owner: { id: string; owner_id: string; owner: string },
+  packages: readonly ItemPackage[],
+): Promise<Set<string>> {
+  const copied = await copiedAmong(
+    trx,
+    target.workspaceId,
+    target.originPortalId,
+    packages.map((p) => p.id),
+  );
+  const made = packages.filter((pkg) => !copied.has(pkg.id)).map((pkg) => ({ pkg, itemId: newId() }));
+  if (made.length === 0) return new Set();
+  const now = Date.now();
+  const actor = { id: owner.owner_id, username: owner.owner };
+  await insertItems(
+    trx,
+    made.map(({ pkg, itemId }) => ({
+      row: {
+        id: itemId,
+        owner_id: owner.owner_id,
+        owner: owner.owner,
+        folder_id: null,
+        ...packageFields(pkg),
+        access: "shared",
+        protected: 0,
+        created: now,
+        modified: now,
+      },
+      tags: pkg.tags,
+    })),
+  );
+  await writeNewFiles(
+    trx,
+    made.flatMap(({ pkg, itemId }) =>
+      (
+        [
+          ["data", pkg.data],
+          ["thumbnail", pkg.thumbnail],
+        ] as const
+      ).flatMap(([kind, file]) =>
+        file
+          ? [
+              {
+                itemId,
+                kind,
+                name: file.name,
+                contentType: file.contentType,
+                data: Buffer.from(file.content, "base64"),
+              },
+            ]
+          : [],
+      ),
+    ),
+  );
+  const shared = new Set(
+    await shareItemsWith(
+      trx,
+      made.map((m) => m.itemId),
+      target.groupId,
+    ),
+  );
+  await recordEvents(
+    trx,
+    made.flatMap(({ pkg, itemId }): ChangeEvent[] => [
+      { source: "item", operation: "add", objectId: itemId, actor },
+      ...(shared.has(itemId)
+        ? [
+            {
+              source: "group" as const,
+              operation: "share",
+              objectId: target.groupId,
+              actor,
+              properties: { sharedItems: [{ itemId, itemType: pkg.type }] },
+            },
+            {
+              source: "item" as const,
+              operation: "share",
+              objectId: itemId,
+              actor,
+              properties: { sharedToGroups: [target.groupId] },
+            },
+          ]
+        : []),
+    ]),
+    now,
+  );
+  await saveNewCopies(
+    trx,
+    made.map(({ pkg, itemId }) => ({ key: copyKey(target, pkg.id), itemId, version: pkg.version })),
+  );
+  return new Set(made.map((m) => m.pkg.id));
 }
 
 async function applyOne(
@@ -249,18 +388,7 @@ async function applyOne(
   const key = copyKey(target, pkg.id);
   const copy = await findCopy(trx, key);
   const existing = copy ? await findItem(trx, copy.item_id) : undefined;
-  const fields = {
-    title: pkg.title,
-    type: pkg.type,
-    type_keywords: JSON.stringify(pkg.typeKeywords),
-    description: pkg.description,
-    snippet: pkg.snippet,
-    tags: JSON.stringify(pkg.tags),
-    url: pkg.url,
-    properties: pkg.properties ? JSON.stringify(pkg.properties) : null,
-    size: pkg.size,
-    thumbnail: pkg.thumbnail ? `thumbnail/${pkg.thumbnail.name}` : null,
-  };
+  const fields = packageFields(pkg);
   // A copy holding its origin's feature data is a hosted service of this portal: it keeps its own URL.
   if (existing && (await findDataCopy(trx, existing.id))?.mode === "copy") fields.url = existing.url;
   let itemId: string;

@@ -211,6 +211,59 @@ export async function writeChunks(
   return size;
 }
 
+/** A file to store with `writeNewFiles`: its item, kind, name and type, and its bytes. */
+export interface NewFile {
+  itemId: string;
+  kind: FileKind;
+  name: string;
+  contentType: string;
+  data: Buffer;
+}
+
+/** Bytes of chunks `writeNewFiles` sends in one statement, at most (a single larger chunk aside). */
+const CHUNK_STATEMENT_BYTES = 8 * FILE_CHUNK_BYTES;
+
+/**
+ * Stores files of items that have none of their kind yet (new items), as `writeFile` stores each,
+ * in `trx`: one statement for their rows and one per few MB of their chunks, rather than a few per
+ * file.
+ */
+export async function writeNewFiles(trx: Queryable, files: readonly NewFile[]): Promise<void> {
+  if (files.length === 0) return;
+  const ids = files.map(() => newId());
+  await trx
+    .insertInto("item_files")
+    .values(
+      files.map((f, i) => ({
+        item_id: f.itemId,
+        kind: f.kind,
+        name: f.name,
+        content_type: f.contentType,
+        file_id: ids[i] as string,
+        size: f.data.length,
+        created: null,
+        access: null,
+      })),
+    )
+    .execute();
+  let rows: { file_id: string; seq: number; data: Buffer }[] = [];
+  let bytes = 0;
+  const flush = async () => {
+    if (rows.length > 0) await trx.insertInto("item_file_chunks").values(rows).execute();
+    rows = [];
+    bytes = 0;
+  };
+  for (const [i, f] of files.entries()) {
+    let seq = 0;
+    for await (const data of chunksOf({ data: f.data })) {
+      if (bytes + data.length > CHUNK_STATEMENT_BYTES) await flush();
+      rows.push({ file_id: ids[i] as string, seq: seq++, data });
+      bytes += data.length;
+    }
+  }
+  await flush();
+}
+
 /** Deletes an item's file of one kind, or all its files; the chunks go with their rows. */
 export async function deleteFile(trx: Queryable, itemId: string, kind?: FileKind): Promise<void> {
   let query = trx.deleteFrom("item_files").where("item_id", "=", itemId);
@@ -444,6 +497,88 @@ export function streamChunks(q: Queryable, file: ChunkedFile): Readable {
       );
     },
   });
+}
+
+/** Bytes of chunks `readAllOf` asks for in one statement, at most. */
+const READ_STATEMENT_BYTES = 8 * FILE_CHUNK_BYTES;
+
+/**
+ * The files of `kinds` of several items, whole in memory, as `readAll` reads each: one statement
+ * for their rows and one per few MB of files of a single chunk, rather than two per file. A file
+ * of several chunks, or one replaced while it is read, is read alone by `readAll`. Answers by
+ * item id, then kind; items without a file of a kind have no entry for it.
+ */
+export async function readAllOf(
+  q: Queryable,
+  itemIds: readonly string[],
+  kinds: readonly FileKind[],
+): Promise<Map<string, Map<FileKind, { file: StoredFile; bytes: Buffer }>>> {
+  const out = new Map<string, Map<FileKind, { file: StoredFile; bytes: Buffer }>>();
+  if (itemIds.length === 0 || kinds.length === 0) return out;
+  const rows = await q
+    .selectFrom("item_files")
+    .select(["item_id", "kind", "name", "content_type", "file_id", "size", "created", "access"])
+    .where("item_id", "in", [...itemIds])
+    .where("kind", "in", [...kinds])
+    .execute();
+  const put = (file: StoredFile, bytes: Buffer) => {
+    let byKind = out.get(file.itemId);
+    if (!byKind) {
+      byKind = new Map();
+      out.set(file.itemId, byKind);
+    }
+    byKind.set(file.kind, { file, bytes });
+  };
+  const alone = async (file: StoredFile) => {
+    const read = await readAll(q, file.itemId, file.kind);
+    if (read) put(read.file, read.bytes);
+  };
+  const small: StoredFile[] = [];
+  for (const row of rows) {
+    const file: StoredFile = {
+      itemId: row.item_id,
+      kind: row.kind as FileKind,
+      name: row.name,
+      contentType: row.content_type,
+      fileId: row.file_id,
+      size: Number(row.size),
+      created: row.created === null ? null : Number(row.created),
+      access: row.access,
+    };
+    if (file.size === 0) put(file, Buffer.alloc(0));
+    else if (file.size <= FILE_CHUNK_BYTES) small.push(file);
+    else await alone(file);
+  }
+  for (let i = 0; i < small.length; ) {
+    const group: StoredFile[] = [];
+    let bytes = 0;
+    while (
+      i < small.length &&
+      (group.length === 0 || bytes + (small[i] as StoredFile).size <= READ_STATEMENT_BYTES)
+    ) {
+      const file = small[i++] as StoredFile;
+      group.push(file);
+      bytes += file.size;
+    }
+    const chunks = await q
+      .selectFrom("item_file_chunks")
+      .select(["file_id", "data"])
+      .where(
+        "file_id",
+        "in",
+        group.map((f) => f.fileId),
+      )
+      .where("seq", "=", 0)
+      .execute();
+    const byFile = new Map(chunks.map((c) => [c.file_id, c.data]));
+    for (const file of group) {
+      const data = byFile.get(file.fileId);
+      // Replaced or deleted since its row was read: read as it is now.
+      if (!data || data.length !== file.size) await alone(file);
+      else put(file, Buffer.isBuffer(data) ? data : Buffer.from(data));
+    }
+  }
+  return out;
 }
 
 /**

@@ -3,7 +3,7 @@ import { noteChange } from "../db/change-feed.js";
 import type { Engine, Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
 import { categoryKey } from "./extent.js";
-import { refreshItemWords, writeItemWords } from "./word-index.js";
+import { refreshItemWords, writeItemsWords, writeItemWords } from "./word-index.js";
 
 export type ItemRow = Selectable<ItemTable>;
 export type FolderRow = Selectable<FolderTable>;
@@ -75,6 +75,50 @@ export async function insertItem(
     snippet: row.snippet,
     tags: row.tags,
   });
+}
+
+/**
+ * New items, each with its tags, as `insertItem` stores one, in one statement per table rather
+ * than a few per item: for stores of many items at once (a page of received collaboration items).
+ */
+export async function insertItems(
+  q: Queryable,
+  items: readonly { row: NewItem; tags: readonly string[] }[],
+): Promise<void> {
+  if (items.length === 0) return;
+  await q
+    .insertInto("items")
+    .values(
+      items.map(({ row }) => ({
+        ...row,
+        owner_key: row.owner.toLowerCase(),
+        title_key: row.title.toLowerCase(),
+        type_key: row.type.toLowerCase(),
+      })),
+    )
+    .execute();
+  // The tag rows copy the item's search columns, as `replaceTags` reads them back; here they are
+  // the values just inserted.
+  const tagRows = items.flatMap(({ row, tags }) =>
+    [...new Set(tags.map((t) => t.toLowerCase()))].map((tag_key) => ({
+      item_id: row.id,
+      tag_key,
+      modified: row.modified,
+      access: row.access,
+      owner_id: row.owner_id,
+    })),
+  );
+  if (tagRows.length > 0) await q.insertInto("item_tags").values(tagRows).execute();
+  await writeItemsWords(
+    q,
+    items.map(({ row }) => ({
+      id: row.id,
+      title: row.title,
+      description: row.description,
+      snippet: row.snippet,
+      tags: row.tags,
+    })),
+  );
 }
 
 /** The columns the full-text index of search is made from (migration 0009). */
@@ -168,6 +212,23 @@ export async function shareItem(q: Queryable, itemId: string, groupId: string): 
     .onConflict((oc) => oc.columns(["item_id", "group_id"]).doNothing())
     .executeTakeFirst();
   return Number(inserted.numInsertedOrUpdatedRows ?? 0) > 0;
+}
+
+/** Shares several items with a group, in one statement; the ids of those not shared with it before. */
+export async function shareItemsWith(
+  q: Queryable,
+  itemIds: readonly string[],
+  groupId: string,
+): Promise<string[]> {
+  if (itemIds.length === 0) return [];
+  for (const id of itemIds) noteChange(q, `content:${id}`);
+  const inserted = await q
+    .insertInto("item_shares")
+    .values(itemIds.map((item_id) => ({ item_id, group_id: groupId })))
+    .onConflict((oc) => oc.columns(["item_id", "group_id"]).doNothing())
+    .returning("item_id")
+    .execute();
+  return inserted.map((r) => r.item_id);
 }
 
 /** Stops sharing the item with a group; false when it was not shared with it. */

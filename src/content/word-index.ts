@@ -74,6 +74,33 @@ export async function writeItemWords(
   `.execute(q);
 }
 
+/**
+ * Index rows of several items, as `writeItemWords` writes each: on PostgreSQL in one statement,
+ * on SQLite (whose statements cost no round trip) one item after the other.
+ */
+export async function writeItemsWords(
+  q: Queryable | Kysely<Database>,
+  items: readonly IndexedItemColumns[],
+  engine: Engine = engineOf(q),
+): Promise<void> {
+  if (items.length === 0) return;
+  if (engine !== "postgres") {
+    for (const item of items) await writeItemWords(q, item, engine);
+    return;
+  }
+  const v = (f: FieldWords) => sql`${tsvectorLiteral(f)}::tsvector`;
+  const rows = items.map(
+    (item) =>
+      sql`(${item.id}, ${v(fieldWords([item.title]))}, ${v(fieldWords([item.description]))}, ${v(fieldWords([item.snippet]))}, ${v(fieldWords(parseTags(item.tags)))})`,
+  );
+  await sql`
+    INSERT INTO item_words (item_id, title, description, snippet, tags)
+    VALUES ${sql.join(rows)}
+    ON CONFLICT (item_id) DO UPDATE SET title = excluded.title, description = excluded.description,
+      snippet = excluded.snippet, tags = excluded.tags
+  `.execute(q);
+}
+
 /** Rewrites the index row of an item from what the `items` row holds now. */
 export async function refreshItemWords(q: Queryable, itemId: string): Promise<void> {
   const row = await q

@@ -65,6 +65,35 @@ export async function recordEvent(
   noteChange(trx, "events");
 }
 
+/** Several events, in this order, as `recordEvent` records each, in one statement. */
+export async function recordEvents(
+  trx: Queryable,
+  events: readonly ChangeEvent[],
+  when: number = Date.now(),
+): Promise<void> {
+  if (events.length === 0) return;
+  await later(
+    trx,
+    trx
+      .insertInto("events")
+      .values(
+        events.map((event) => ({
+          id: newId(),
+          occurred: when,
+          source: event.source,
+          operation: event.operation,
+          object_id: event.objectId,
+          actor_id: event.actor?.id ?? "",
+          actor_username: event.actor?.username ?? "",
+          properties: JSON.stringify(event.properties ?? {}),
+          uri: triggerUri(event),
+        })),
+      )
+      .compile(),
+  );
+  noteChange(trx, "events");
+}
+
 export type EventRow = Selectable<EventTable>;
 
 /**

@@ -93,6 +93,14 @@ describe("sync between a host and a guest", () => {
       true,
     );
     expect(events.some((e) => e.object_id === guestGroup && e.operation === "share")).toBe(true);
+    expect(
+      events.some((e) => e.object_id === copy.id && e.operation === "share" && e.source === "item"),
+    ).toBe(true);
+    // And indexed like any item: search finds it by its words and by its tags.
+    for (const q of ['title:"host A"', "tags:paved"]) {
+      const found = await ok(guest.get("/search", { q }, guest.adminToken), "search");
+      expect(found.results.map((i: any) => i.id)).toEqual([copy.id]);
+    }
 
     const ws = await ok(guest.get(workspacePath(linked), {}, guest.adminToken), "workspace");
     expect(ws.lastSyncSuccess).toBeGreaterThan(0);
