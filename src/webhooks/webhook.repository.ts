@@ -6,6 +6,7 @@ import type {
   WebhookSettingsTable,
   WebhookTable,
 } from "../db/schema.js";
+import { type EventRow, markDispatched, takeUndispatched } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { Page } from "../validation/paging.js";
 import {
@@ -87,6 +88,43 @@ export async function webhookPage(q: Queryable, page: Page): Promise<{ total: nu
 /** Webhooks that receive new events. */
 export function activeWebhooks(q: Queryable): Promise<WebhookRow[]> {
   return q.selectFrom("webhooks").selectAll().where("is_active", "=", 1).execute();
+}
+
+/** Events taken for dispatch, with the webhooks active when they were taken. */
+export interface DispatchBatch {
+  events: EventRow[];
+  webhooks: WebhookRow[];
+}
+
+/**
+ * Takes the oldest events not yet dispatched, at most `limit`, marking them dispatched, and reads
+ * the active webhooks (only when there are events). Call it in the transaction that queues their
+ * notifications, so that an event is dispatched whole or not at all.
+ *
+ * On PostgreSQL this is one statement: the events are locked `SKIP LOCKED` (several nodes dispatch
+ * side by side, each taking events the others have not locked) and marked, and the webhooks read
+ * in the same snapshot, so every webhook whose creation committed before an event did is among
+ * them. On SQLite (one writer) a read, the webhooks and the mark.
+ */
+export async function takeForDispatch(q: Queryable, engine: Engine, limit: number): Promise<DispatchBatch> {
+  if (engine === "postgres") {
+    const { rows } = await sql<{ events: EventRow[] | null; webhooks: WebhookRow[] | null }>`
+      WITH picked AS MATERIALIZED (
+        SELECT seq FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED
+      ), taken AS (
+        UPDATE events AS e SET dispatched = 1 FROM picked WHERE e.seq = picked.seq RETURNING e.*
+      )
+      SELECT (SELECT json_agg(t ORDER BY t.seq) FROM taken AS t) AS events,
+        CASE WHEN EXISTS (SELECT 1 FROM taken)
+          THEN (SELECT json_agg(w) FROM webhooks AS w WHERE w.is_active = 1) END AS webhooks`.execute(q);
+    const row = rows[0];
+    return { events: row?.events ?? [], webhooks: row?.webhooks ?? [] };
+  }
+  const events = await takeUndispatched(q, engine, limit);
+  if (events.length === 0) return { events, webhooks: [] };
+  const webhooks = await activeWebhooks(q);
+  await markDispatched(q, events);
+  return { events, webhooks };
 }
 
 /** Adds an active webhook; its failure count starts at its creation. */
@@ -235,7 +273,10 @@ export async function queueNotification(
   return row;
 }
 
-/** `queueNotification` for many, in bounded statements. */
+/**
+ * `queueNotification` for many, in bounded statements. Nothing reads their answer: on PostgreSQL
+ * they travel with the transaction's COMMIT (`later`), where a failure fails it.
+ */
 export async function queueNotifications(
   q: Queryable,
   entries: readonly NotificationFields[],
@@ -243,10 +284,13 @@ export async function queueNotifications(
 ): Promise<void> {
   const rows = entries.map((e) => pendingNotification(e, now));
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await q
-      .insertInto("notifications")
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .execute();
+    await later(
+      q,
+      q
+        .insertInto("notifications")
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .compile(),
+    );
   }
 }
 
@@ -306,7 +350,8 @@ export interface ClaimLimits {
  * Notifications of inactive webhooks wait. Due notifications are taken oldest first, four times
  * the free slots read, so that webhooks without room leave enough for the others.
  *
- * On PostgreSQL this is one statement. Call it in a transaction.
+ * On PostgreSQL this is one statement, run on `q` as it is (a transaction or not); on SQLite call
+ * it in a transaction.
  */
 export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits): Promise<Claimed[]> {
   if (engine === "postgres") return claimDuePostgres(q, claim);
@@ -365,19 +410,26 @@ export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits)
 
 /**
  * Lets the transaction commit without waiting for its WAL to reach the disk (PostgreSQL's
- * `synchronous_commit = off`, for this transaction only). For claims: a lease that a database
- * crash loses only lets the notification be sent again (with the same `webhook-id`), which
- * at-least-once delivery allows anyway; what was delivered is recorded durably. Saves a disk
- * flush per claim. Travels with the transaction's first statement.
+ * `synchronous_commit = off`, for this transaction only), for transactions whose loss to a crash
+ * of the database costs nothing but doing them again: a dispatch that queued no notification
+ * (its events are dispatched again, to the webhooks that then want them). Travels with the
+ * transaction's next statement or its COMMIT.
  */
 export async function noDurableCommit(q: Queryable, engine: Engine): Promise<void> {
   if (engine === "postgres") await later(q, sql`SET LOCAL synchronous_commit = off`.compile(q));
 }
 
 /**
- * `claimDue` in one statement: the due notifications are locked `SKIP LOCKED` (several nodes
- * claim side by side, each taking rows the others have not locked), ranked per webhook to keep
- * within each one's room, then leased, and returned with their webhook as it is now.
+ * `claimDue` in one statement, which may run on its own (it is its own transaction): the due
+ * notifications are read (four times `max`, without locking them), ranked per webhook to keep
+ * within each one's room, and only the chosen ones locked `SKIP LOCKED` (several nodes claim side
+ * by side; a row another node locked or leased since the read is left out, its lease checked
+ * again on the row as it is now), then leased, and returned with their webhook as it is now.
+ *
+ * Its commit does not wait for the disk (`synchronous_commit = off` for this transaction only): a
+ * lease that a database crash loses only lets the notification be sent again (with the same
+ * `webhook-id`), which at-least-once delivery allows anyway; what was delivered is recorded
+ * durably. Saves a disk flush per claim.
  */
 async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claimed[]> {
   const { now } = claim;
@@ -389,7 +441,6 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
         AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = n.webhook_id AND w.is_active <> 1)
       ORDER BY n.next_attempt, n.id
       LIMIT ${claim.max * 4}
-      FOR UPDATE OF n SKIP LOCKED
     ), ranked AS (
       SELECT id, webhook_id, next_attempt,
         row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt, id) AS nth
@@ -398,10 +449,16 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
       SELECT id, row_number() OVER (ORDER BY next_attempt, id) AS nth
       FROM ranked
       WHERE nth <= ${claim.perWebhook} - COALESCE((${busy}::jsonb ->> webhook_id)::int, 0)
+    ), chosen AS MATERIALIZED (
+      SELECT n.id FROM roomy JOIN notifications AS n ON n.id = roomy.id
+      WHERE roomy.nth <= ${claim.max} AND n.status = 'pending' AND n.lease_until <= ${now}
+      FOR UPDATE OF n SKIP LOCKED
+    ), lazy_commit AS MATERIALIZED (
+      SELECT set_config('synchronous_commit', 'off', true) AS setting
     )
     UPDATE notifications AS n SET lease_until = ${now + claim.leaseMs}
-    FROM roomy, webhooks AS w
-    WHERE n.id = roomy.id AND roomy.nth <= ${claim.max} AND w.id = n.webhook_id
+    FROM chosen, webhooks AS w, lazy_commit
+    WHERE n.id = chosen.id AND w.id = n.webhook_id
     RETURNING n.*, to_jsonb(w) AS webhook`.execute(q);
   return rows
     .sort((a, b) => a.next_attempt - b.next_attempt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
