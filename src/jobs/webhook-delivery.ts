@@ -12,6 +12,7 @@ import { parseTrigger, type Trigger, triggerCovers } from "../webhooks/triggers.
 import {
   type Claimed,
   claimDue,
+  dispatchUnwanted,
   type NotificationFields,
   noDurableCommit,
   type Outcome,
@@ -122,6 +123,11 @@ export class WebhookDelivery {
    * node took them) then claims nothing.
    */
   private claimPending = true;
+  /**
+   * PostgreSQL: whether the last dispatch found no active webhook. The next one then tries
+   * `dispatchUnwanted` first, which checks it again in its own snapshot (a hint, never trusted).
+   */
+  private noWebhooks = true;
   private readonly idle = new Set<() => void>();
   /** Cuts off attempts a shutdown could not wait for. */
   private readonly abort = new AbortController();
@@ -250,10 +256,17 @@ export class WebhookDelivery {
    */
   private async dispatch(): Promise<{ taken: number; queued: number }> {
     const { db } = this.options;
+    if (db.engine === "postgres" && this.noWebhooks) {
+      // One round trip while no webhook is active (a portal that has none).
+      const { activeWebhooks, taken } = await dispatchUnwanted(db.kysely, DISPATCH_BATCH);
+      if (activeWebhooks === 0) return { taken, queued: 0 };
+      this.noWebhooks = false;
+    }
     const portalURL = this.options.portalUrl();
     return db.transaction(async (trx) => {
       const { events, webhooks } = await takeForDispatch(trx, db.engine, DISPATCH_BATCH);
       if (events.length === 0) return { taken: 0, queued: 0 };
+      this.noWebhooks = webhooks.length === 0;
       const subscriptions = webhooks.map((w) => ({ webhook: w, triggers: triggersOf(w) }));
       const now = Date.now();
       const notifications: NotificationFields[] = [];

@@ -127,6 +127,33 @@ export async function takeForDispatch(q: Queryable, engine: Engine, limit: numbe
   return { events, webhooks };
 }
 
+/**
+ * PostgreSQL only: `takeForDispatch` for when no webhook is active, as one statement that is its
+ * own transaction (one round trip, committed without waiting for the disk: a mark that a crash of
+ * the database loses only has the events dispatched again). It marks up to `limit` events
+ * dispatched only if no webhook is active in its snapshot, in which every event it takes
+ * committed, so it does what a dispatch would; otherwise it takes nothing and says how many are
+ * active. Returns how many events it took.
+ */
+export async function dispatchUnwanted(
+  q: Queryable,
+  limit: number,
+): Promise<{ activeWebhooks: number; taken: number }> {
+  const { rows } = await sql<{ active_webhooks: number; taken: number }>`
+    WITH active AS MATERIALIZED (
+      SELECT count(*) AS n FROM webhooks WHERE is_active = 1
+    ), picked AS MATERIALIZED (
+      SELECT seq FROM events WHERE dispatched = 0 AND (SELECT n FROM active) = 0
+      ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ), taken AS (
+      UPDATE events AS e SET dispatched = 1 FROM picked WHERE e.seq = picked.seq RETURNING e.seq
+    )
+    SELECT (SELECT n FROM active) AS active_webhooks, (SELECT count(*) FROM taken) AS taken,
+      set_config('synchronous_commit', 'off', true) AS lazy_commit`.execute(q);
+  const row = rows[0];
+  return { activeWebhooks: Number(row?.active_webhooks ?? 0), taken: Number(row?.taken ?? 0) };
+}
+
 /** Adds an active webhook; its failure count starts at its creation. */
 export async function insertWebhook(
   q: Queryable,
