@@ -468,7 +468,7 @@ export class WebhookDelivery {
   private async record(batch: Outcome[]): Promise<void> {
     const settings = await this.options.settings.deliverySettings();
     const { db } = this.options;
-    const tally = await db.transaction((trx) => recordOutcomes(trx, db.engine, batch, settings, Date.now()));
+    const tally = await db.transaction((trx) => recordOutcomes(trx, batch, settings, Date.now()));
     for (const [outcome, count] of Object.entries(tally)) {
       this.options.onOutcome?.(outcome as DeliveryOutcome, count);
     }

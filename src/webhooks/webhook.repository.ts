@@ -509,7 +509,6 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
  */
 export async function recordOutcomes(
   q: Queryable,
-  engine: Engine,
   batch: readonly Outcome[],
   settings: WebhookSettings,
   now: number,
@@ -517,21 +516,43 @@ export async function recordOutcomes(
   const tally: Record<AttemptVerdict, number> = { delivered: 0, retrying: 0, failed: 0 };
   const deactivate = new Set<string>();
   const failedFor = new Set<string>();
-  const ids = batch.map((o) => o.claimed.notification.id);
-  const existing = new Set<string>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    let query = q
-      .selectFrom("notifications")
-      .select("id")
-      .where("id", "in", ids.slice(i, i + CHUNK));
-    // Locked, so a webhook deleted by another transaction cannot take them away before the
-    // attempts referring to them are inserted (the delete waits, or has already happened).
-    if (engine === "postgres") query = query.forUpdate();
-    const rows = await query.execute();
-    for (const r of rows) existing.add(r.id);
+  // Outcomes that leave notifications in the same state share one UPDATE: most batches are
+  // all first-attempt successes with the same answer, so a batch costs a few statements.
+  const judged = batch.map((o) => ({
+    outcome: o,
+    ...afterAttempt(o.claimed.notification, o, settings, now),
+  }));
+  const updates = new Map<string, { update: NotificationUpdate; ids: string[] }>();
+  for (const { outcome, update } of judged) {
+    const key = JSON.stringify(update);
+    const group = updates.get(key) ?? { update, ids: [] };
+    group.ids.push(outcome.claimed.notification.id);
+    updates.set(key, group);
   }
-  const live = batch.filter((o) => existing.has(o.claimed.notification.id));
-  const attemptRows: AttemptRow[] = live.map((o) => ({
+  // The updates say which notifications still exist (those of a webhook deleted meanwhile are
+  // gone) and lock them, so that a webhook deleted by another transaction cannot take them away
+  // before the attempts referring to them are inserted (the delete waits, or has already
+  // happened and the update found nothing). No read locks them first: locking a row writes it.
+  const existing = new Set<string>();
+  for (const { update, ids: groupIds } of updates.values()) {
+    for (let i = 0; i < groupIds.length; i += CHUNK) {
+      const rows = await q
+        .updateTable("notifications")
+        .set(update)
+        .where("id", "in", groupIds.slice(i, i + CHUNK))
+        .returning("id")
+        .execute();
+      for (const r of rows) existing.add(r.id);
+    }
+  }
+  const live = judged.filter((j) => existing.has(j.outcome.claimed.notification.id));
+  for (const { outcome, verdict, gone, update } of live) {
+    tally[verdict]++;
+    const webhookId = outcome.claimed.notification.webhook_id;
+    if (gone) deactivate.add(webhookId);
+    else if (update.status === "failed") failedFor.add(webhookId);
+  }
+  const attemptRows: AttemptRow[] = live.map(({ outcome: o }) => ({
     notification_id: o.claimed.notification.id,
     attempt: o.claimed.notification.total_attempts + 1,
     started: o.started,
@@ -541,7 +562,7 @@ export async function recordOutcomes(
     response_excerpt: o.excerpt,
   }));
   // Writes whose answer nobody reads: on PostgreSQL they travel with the COMMIT (`later`), so a
-  // batch costs two round trips, the locking read and the commit.
+  // batch of one kind of outcome costs two round trips, the update and the commit.
   for (let i = 0; i < attemptRows.length; i += CHUNK) {
     await later(
       q,
@@ -550,32 +571,6 @@ export async function recordOutcomes(
         .values(attemptRows.slice(i, i + CHUNK))
         .compile(),
     );
-  }
-  // Outcomes that leave notifications in the same state share one UPDATE: most batches are
-  // all first-attempt successes with the same answer, so a batch costs a few statements.
-  const updates = new Map<string, { update: NotificationUpdate; ids: string[] }>();
-  for (const o of live) {
-    const n = o.claimed.notification;
-    const { verdict, gone, update } = afterAttempt(n, o, settings, now);
-    tally[verdict]++;
-    const key = JSON.stringify(update);
-    const group = updates.get(key) ?? { update, ids: [] };
-    group.ids.push(n.id);
-    updates.set(key, group);
-    if (gone) deactivate.add(n.webhook_id);
-    else if (update.status === "failed") failedFor.add(n.webhook_id);
-  }
-  for (const { update, ids: groupIds } of updates.values()) {
-    for (let i = 0; i < groupIds.length; i += CHUNK) {
-      await later(
-        q,
-        q
-          .updateTable("notifications")
-          .set(update)
-          .where("id", "in", groupIds.slice(i, i + CHUNK))
-          .compile(),
-      );
-    }
   }
   // The deactivation policy: numberOfFailures failed notifications within daysInPast days,
   // counted from the last activation at the earliest.
