@@ -1,5 +1,4 @@
 import type { Db } from "../db/database.js";
-import { markDispatched, takeUndispatched } from "../events/outbox.js";
 import type { DeliveryOutcome } from "../observability/metrics.js";
 import type { OutboundGuard } from "../outbound/guard.js";
 import { describeFailure, postSigned } from "../webhooks/attempt.js";
@@ -11,9 +10,9 @@ import {
 } from "../webhooks/delivery-rules.js";
 import { parseTrigger, type Trigger, triggerCovers } from "../webhooks/triggers.js";
 import {
-  activeWebhooks,
   type Claimed,
   claimDue,
+  dispatchUnwanted,
   type NotificationFields,
   noDurableCommit,
   type Outcome,
@@ -21,6 +20,7 @@ import {
   recordOutcomes,
   releaseAllLeases,
   releaseLeases,
+  takeForDispatch,
   type WebhookRow,
 } from "../webhooks/webhook.repository.js";
 import type { WebhookService } from "../webhooks/webhook.service.js";
@@ -116,6 +116,18 @@ export class WebhookDelivery {
    * a finished attempt then claims without asking the outbox first.
    */
   private eventsPending = true;
+  /**
+   * Whether notifications may be due: set by everything that can make them so (a dispatch that
+   * queued some, the webhook service, a finished attempt or record, the poll), cleared before a
+   * claim. A pass woken only by events that queued nothing (no webhook wants them, or another
+   * node took them) then claims nothing.
+   */
+  private claimPending = true;
+  /**
+   * PostgreSQL: whether the last dispatch found no active webhook. The next one then tries
+   * `dispatchUnwanted` first, which checks it again in its own snapshot (a hint, never trusted).
+   */
+  private noWebhooks = true;
   private readonly idle = new Set<() => void>();
   /** Cuts off attempts a shutdown could not wait for. */
   private readonly abort = new AbortController();
@@ -137,7 +149,11 @@ export class WebhookDelivery {
       await db.transaction((trx) => releaseAllLeases(trx));
     }
     db.feed.subscribe("events", () => this.eventsArrived());
-    this.timer = setInterval(() => this.eventsArrived(), this.options.pollMs ?? 1000);
+    // Retries come due and leases of dead nodes run out without anyone announcing it.
+    this.timer = setInterval(() => {
+      this.eventsPending = true;
+      this.wake();
+    }, this.options.pollMs ?? 1000);
     this.timer.unref();
     this.wake();
   }
@@ -178,14 +194,16 @@ export class WebhookDelivery {
     }
   }
 
-  /** New events may be in the outbox (or the poll says look anyway). */
+  /** New events may be in the outbox: dispatch them, and claim only if that queued notifications. */
   private eventsArrived(): void {
     this.eventsPending = true;
-    this.wake();
+    this.wake(false);
   }
 
-  wake(): void {
+  /** Runs a pass (another after the one running); `claim`: notifications may be due. */
+  wake(claim = true): void {
     if (this.stopped) return;
+    if (claim) this.claimPending = true;
     if (this.running) {
       this.again = true;
       return;
@@ -202,13 +220,26 @@ export class WebhookDelivery {
           // Cleared before reading: an event committed during the read sets it again.
           this.eventsPending = false;
           try {
-            while ((await this.dispatch()) === DISPATCH_BATCH && !this.stopped) {}
+            for (;;) {
+              const { taken, queued } = await this.dispatch();
+              if (queued > 0) this.claimPending = true;
+              if (taken < DISPATCH_BATCH || this.stopped) break;
+            }
           } catch (err) {
             this.eventsPending = true;
             throw err;
           }
         }
-        if (!this.stopped) await this.claimAndSend();
+        if (this.claimPending && !this.stopped) {
+          // Cleared before claiming: whatever makes more due meanwhile sets it again.
+          this.claimPending = false;
+          try {
+            await this.claimAndSend();
+          } catch (err) {
+            this.claimPending = true;
+            throw err;
+          }
+        }
       } while (this.again && !this.stopped);
     } catch (err) {
       this.options.onError(err, "webhook delivery pass failed");
@@ -218,14 +249,25 @@ export class WebhookDelivery {
     }
   }
 
-  /** Turns a batch of outbox events into notifications; returns how many events it took. */
-  private async dispatch(): Promise<number> {
+  /**
+   * Turns a batch of outbox events into notifications; returns how many events it took and how
+   * many notifications it queued. On PostgreSQL two round trips: the events taken with the
+   * webhooks (`takeForDispatch`), then the notifications with the COMMIT.
+   */
+  private async dispatch(): Promise<{ taken: number; queued: number }> {
     const { db } = this.options;
+    if (db.engine === "postgres" && this.noWebhooks) {
+      // One round trip while no webhook is active (a portal that has none).
+      const { activeWebhooks, taken } = await dispatchUnwanted(db.kysely, DISPATCH_BATCH);
+      if (activeWebhooks === 0) return { taken, queued: 0 };
+      this.noWebhooks = false;
+    }
     const portalURL = this.options.portalUrl();
     return db.transaction(async (trx) => {
-      const events = await takeUndispatched(trx, db.engine, DISPATCH_BATCH);
-      if (events.length === 0) return 0;
-      const subscriptions = (await activeWebhooks(trx)).map((w) => ({ webhook: w, triggers: triggersOf(w) }));
+      const { events, webhooks } = await takeForDispatch(trx, db.engine, DISPATCH_BATCH);
+      if (events.length === 0) return { taken: 0, queued: 0 };
+      this.noWebhooks = webhooks.length === 0;
+      const subscriptions = webhooks.map((w) => ({ webhook: w, triggers: triggersOf(w) }));
       const now = Date.now();
       const notifications: NotificationFields[] = [];
       for (const event of events) {
@@ -252,9 +294,10 @@ export class WebhookDelivery {
           });
         }
       }
-      await queueNotifications(trx, notifications, now);
-      await markDispatched(trx, events);
-      return events.length;
+      // Events that nobody wants: losing their mark to a database crash only dispatches them again.
+      if (notifications.length === 0) await noDurableCommit(trx, db.engine);
+      else await queueNotifications(trx, notifications, now);
+      return { taken: events.length, queued: notifications.length };
     });
   }
 
@@ -277,10 +320,11 @@ export class WebhookDelivery {
     for (const [webhookId, queue] of this.held)
       taken.set(webhookId, (taken.get(webhookId) ?? 0) + queue.length);
     const limits = { now, leaseMs, max: want, perWebhook: 2 * this.perWebhook, inFlight: taken };
-    const claimed = await db.transaction(async (trx) => {
-      await noDurableCommit(trx, db.engine);
-      return claimDue(trx, db.engine, limits);
-    });
+    // On PostgreSQL one statement, its own transaction: one round trip.
+    const claimed =
+      db.engine === "postgres"
+        ? await claimDue(db.kysely, db.engine, limits)
+        : await db.transaction((trx) => claimDue(trx, db.engine, limits));
     if (this.stopped) {
       for (const c of claimed) this.handedBack.push(c.notification.id);
       return;
@@ -424,7 +468,7 @@ export class WebhookDelivery {
   private async record(batch: Outcome[]): Promise<void> {
     const settings = await this.options.settings.deliverySettings();
     const { db } = this.options;
-    const tally = await db.transaction((trx) => recordOutcomes(trx, db.engine, batch, settings, Date.now()));
+    const tally = await db.transaction((trx) => recordOutcomes(trx, batch, settings, Date.now()));
     for (const [outcome, count] of Object.entries(tally)) {
       this.options.onOutcome?.(outcome as DeliveryOutcome, count);
     }

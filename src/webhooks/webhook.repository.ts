@@ -1,11 +1,13 @@
 import { sql } from "kysely";
 import { type Engine, later, type Queryable } from "../db/database.js";
+import { prepared } from "../db/pg-driver.js";
 import type {
   NotificationAttemptTable,
   NotificationTable,
   WebhookSettingsTable,
   WebhookTable,
 } from "../db/schema.js";
+import { type EventRow, markDispatched, takeUndispatched } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { Page } from "../validation/paging.js";
 import {
@@ -87,6 +89,74 @@ export async function webhookPage(q: Queryable, page: Page): Promise<{ total: nu
 /** Webhooks that receive new events. */
 export function activeWebhooks(q: Queryable): Promise<WebhookRow[]> {
   return q.selectFrom("webhooks").selectAll().where("is_active", "=", 1).execute();
+}
+
+/** Events taken for dispatch, with the webhooks active when they were taken. */
+export interface DispatchBatch {
+  events: EventRow[];
+  webhooks: WebhookRow[];
+}
+
+/**
+ * Takes the oldest events not yet dispatched, at most `limit`, marking them dispatched, and reads
+ * the active webhooks (only when there are events). Call it in the transaction that queues their
+ * notifications, so that an event is dispatched whole or not at all.
+ *
+ * On PostgreSQL this is one statement: the events are locked `SKIP LOCKED` (several nodes dispatch
+ * side by side, each taking events the others have not locked) and marked, and the webhooks read
+ * in the same snapshot, so every webhook whose creation committed before an event did is among
+ * them. On SQLite (one writer) a read, the webhooks and the mark.
+ */
+export async function takeForDispatch(q: Queryable, engine: Engine, limit: number): Promise<DispatchBatch> {
+  if (engine === "postgres") {
+    const { rows } = await sql<{ events: EventRow[] | null; webhooks: WebhookRow[] | null }>`
+      WITH picked AS MATERIALIZED (
+        SELECT seq FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED
+      ), taken AS (
+        UPDATE events AS e SET dispatched = 1 FROM picked WHERE e.seq = picked.seq RETURNING e.*
+      )
+      SELECT (SELECT json_agg(t ORDER BY t.seq) FROM taken AS t) AS events,
+        CASE WHEN EXISTS (SELECT 1 FROM taken)
+          THEN (SELECT json_agg(w) FROM webhooks AS w WHERE w.is_active = 1) END AS webhooks`.execute(q);
+    const row = rows[0];
+    return { events: row?.events ?? [], webhooks: row?.webhooks ?? [] };
+  }
+  const events = await takeUndispatched(q, engine, limit);
+  if (events.length === 0) return { events, webhooks: [] };
+  const webhooks = await activeWebhooks(q);
+  await markDispatched(q, events);
+  return { events, webhooks };
+}
+
+/**
+ * PostgreSQL only: `takeForDispatch` for when no webhook is active, as one statement that is its
+ * own transaction (one round trip, committed without waiting for the disk: a mark that a crash of
+ * the database loses only has the events dispatched again). It marks up to `limit` events
+ * dispatched only if no webhook is active in its snapshot, in which every event it takes
+ * committed, so it does what a dispatch would; otherwise it takes nothing and says how many are
+ * active. Returns how many events it took.
+ */
+export async function dispatchUnwanted(
+  q: Queryable,
+  limit: number,
+): Promise<{ activeWebhooks: number; taken: number }> {
+  const { rows } = await q.executeQuery<{ active_webhooks: number; taken: number }>(
+    prepared(
+      sql`
+    WITH active AS MATERIALIZED (
+      SELECT count(*) AS n FROM webhooks WHERE is_active = 1
+    ), picked AS MATERIALIZED (
+      SELECT seq FROM events WHERE dispatched = 0 AND (SELECT n FROM active) = 0
+      ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED
+    ), taken AS (
+      UPDATE events AS e SET dispatched = 1 FROM picked WHERE e.seq = picked.seq RETURNING e.seq
+    )
+    SELECT (SELECT n FROM active) AS active_webhooks, (SELECT count(*) FROM taken) AS taken,
+      set_config('synchronous_commit', 'off', true) AS lazy_commit`.compile(q),
+    ),
+  );
+  const row = rows[0];
+  return { activeWebhooks: Number(row?.active_webhooks ?? 0), taken: Number(row?.taken ?? 0) };
 }
 
 /** Adds an active webhook; its failure count starts at its creation. */
@@ -235,7 +305,10 @@ export async function queueNotification(
   return row;
 }
 
-/** `queueNotification` for many, in bounded statements. */
+/**
+ * `queueNotification` for many, in bounded statements. Nothing reads their answer: on PostgreSQL
+ * they travel with the transaction's COMMIT (`later`), where a failure fails it.
+ */
 export async function queueNotifications(
   q: Queryable,
   entries: readonly NotificationFields[],
@@ -243,10 +316,13 @@ export async function queueNotifications(
 ): Promise<void> {
   const rows = entries.map((e) => pendingNotification(e, now));
   for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
-    await q
-      .insertInto("notifications")
-      .values(rows.slice(i, i + INSERT_CHUNK))
-      .execute();
+    await later(
+      q,
+      q
+        .insertInto("notifications")
+        .values(rows.slice(i, i + INSERT_CHUNK))
+        .compile(),
+    );
   }
 }
 
@@ -306,7 +382,8 @@ export interface ClaimLimits {
  * Notifications of inactive webhooks wait. Due notifications are taken oldest first, four times
  * the free slots read, so that webhooks without room leave enough for the others.
  *
- * On PostgreSQL this is one statement. Call it in a transaction.
+ * On PostgreSQL this is one statement, run on `q` as it is (a transaction or not); on SQLite call
+ * it in a transaction.
  */
 export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits): Promise<Claimed[]> {
   if (engine === "postgres") return claimDuePostgres(q, claim);
@@ -365,31 +442,39 @@ export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits)
 
 /**
  * Lets the transaction commit without waiting for its WAL to reach the disk (PostgreSQL's
- * `synchronous_commit = off`, for this transaction only). For claims: a lease that a database
- * crash loses only lets the notification be sent again (with the same `webhook-id`), which
- * at-least-once delivery allows anyway; what was delivered is recorded durably. Saves a disk
- * flush per claim. Travels with the transaction's first statement.
+ * `synchronous_commit = off`, for this transaction only), for transactions whose loss to a crash
+ * of the database costs nothing but doing them again: a dispatch that queued no notification
+ * (its events are dispatched again, to the webhooks that then want them). Travels with the
+ * transaction's next statement or its COMMIT.
  */
 export async function noDurableCommit(q: Queryable, engine: Engine): Promise<void> {
   if (engine === "postgres") await later(q, sql`SET LOCAL synchronous_commit = off`.compile(q));
 }
 
 /**
- * `claimDue` in one statement: the due notifications are locked `SKIP LOCKED` (several nodes
- * claim side by side, each taking rows the others have not locked), ranked per webhook to keep
- * within each one's room, then leased, and returned with their webhook as it is now.
+ * `claimDue` in one statement, which may run on its own (it is its own transaction): the due
+ * notifications are read (four times `max`, without locking them), ranked per webhook to keep
+ * within each one's room, and only the chosen ones locked `SKIP LOCKED` (several nodes claim side
+ * by side; a row another node locked or leased since the read is left out, its lease checked
+ * again on the row as it is now), then leased, and returned with their webhook as it is now.
+ *
+ * Its commit does not wait for the disk (`synchronous_commit = off` for this transaction only): a
+ * lease that a database crash loses only lets the notification be sent again (with the same
+ * `webhook-id`), which at-least-once delivery allows anyway; what was delivered is recorded
+ * durably. Saves a disk flush per claim.
  */
 async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claimed[]> {
   const { now } = claim;
   const busy = JSON.stringify(Object.fromEntries(claim.inFlight));
-  const { rows } = await sql<NotificationRow & { webhook: WebhookRow }>`
+  const { rows } = await q.executeQuery<NotificationRow & { webhook: WebhookRow }>(
+    prepared(
+      sql`
     WITH candidates AS (
       SELECT n.id, n.webhook_id, n.next_attempt FROM notifications n
       WHERE n.status = 'pending' AND n.next_attempt <= ${now} AND n.lease_until <= ${now}
         AND NOT EXISTS (SELECT 1 FROM webhooks w WHERE w.id = n.webhook_id AND w.is_active <> 1)
       ORDER BY n.next_attempt, n.id
       LIMIT ${claim.max * 4}
-      FOR UPDATE OF n SKIP LOCKED
     ), ranked AS (
       SELECT id, webhook_id, next_attempt,
         row_number() OVER (PARTITION BY webhook_id ORDER BY next_attempt, id) AS nth
@@ -398,11 +483,19 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
       SELECT id, row_number() OVER (ORDER BY next_attempt, id) AS nth
       FROM ranked
       WHERE nth <= ${claim.perWebhook} - COALESCE((${busy}::jsonb ->> webhook_id)::int, 0)
+    ), chosen AS MATERIALIZED (
+      SELECT n.id FROM roomy JOIN notifications AS n ON n.id = roomy.id
+      WHERE roomy.nth <= ${claim.max} AND n.status = 'pending' AND n.lease_until <= ${now}
+      FOR UPDATE OF n SKIP LOCKED
+    ), lazy_commit AS MATERIALIZED (
+      SELECT set_config('synchronous_commit', 'off', true) AS setting
     )
     UPDATE notifications AS n SET lease_until = ${now + claim.leaseMs}
-    FROM roomy, webhooks AS w
-    WHERE n.id = roomy.id AND roomy.nth <= ${claim.max} AND w.id = n.webhook_id
-    RETURNING n.*, to_jsonb(w) AS webhook`.execute(q);
+    FROM chosen, webhooks AS w, lazy_commit
+    WHERE n.id = chosen.id AND w.id = n.webhook_id
+    RETURNING n.*, to_jsonb(w) AS webhook`.compile(q),
+    ),
+  );
   return rows
     .sort((a, b) => a.next_attempt - b.next_attempt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map(({ webhook, ...notification }) => ({ notification, webhook }));
@@ -416,7 +509,6 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
  */
 export async function recordOutcomes(
   q: Queryable,
-  engine: Engine,
   batch: readonly Outcome[],
   settings: WebhookSettings,
   now: number,
@@ -424,21 +516,43 @@ export async function recordOutcomes(
   const tally: Record<AttemptVerdict, number> = { delivered: 0, retrying: 0, failed: 0 };
   const deactivate = new Set<string>();
   const failedFor = new Set<string>();
-  const ids = batch.map((o) => o.claimed.notification.id);
-  const existing = new Set<string>();
-  for (let i = 0; i < ids.length; i += CHUNK) {
-    let query = q
-      .selectFrom("notifications")
-      .select("id")
-      .where("id", "in", ids.slice(i, i + CHUNK));
-    // Locked, so a webhook deleted by another transaction cannot take them away before the
-    // attempts referring to them are inserted (the delete waits, or has already happened).
-    if (engine === "postgres") query = query.forUpdate();
-    const rows = await query.execute();
-    for (const r of rows) existing.add(r.id);
+  // Outcomes that leave notifications in the same state share one UPDATE: most batches are
+  // all first-attempt successes with the same answer, so a batch costs a few statements.
+  const judged = batch.map((o) => ({
+    outcome: o,
+    ...afterAttempt(o.claimed.notification, o, settings, now),
+  }));
+  const updates = new Map<string, { update: NotificationUpdate; ids: string[] }>();
+  for (const { outcome, update } of judged) {
+    const key = JSON.stringify(update);
+    const group = updates.get(key) ?? { update, ids: [] };
+    group.ids.push(outcome.claimed.notification.id);
+    updates.set(key, group);
   }
-  const live = batch.filter((o) => existing.has(o.claimed.notification.id));
-  const attemptRows: AttemptRow[] = live.map((o) => ({
+  // The updates say which notifications still exist (those of a webhook deleted meanwhile are
+  // gone) and lock them, so that a webhook deleted by another transaction cannot take them away
+  // before the attempts referring to them are inserted (the delete waits, or has already
+  // happened and the update found nothing). No read locks them first: locking a row writes it.
+  const existing = new Set<string>();
+  for (const { update, ids: groupIds } of updates.values()) {
+    for (let i = 0; i < groupIds.length; i += CHUNK) {
+      const rows = await q
+        .updateTable("notifications")
+        .set(update)
+        .where("id", "in", groupIds.slice(i, i + CHUNK))
+        .returning("id")
+        .execute();
+      for (const r of rows) existing.add(r.id);
+    }
+  }
+  const live = judged.filter((j) => existing.has(j.outcome.claimed.notification.id));
+  for (const { outcome, verdict, gone, update } of live) {
+    tally[verdict]++;
+    const webhookId = outcome.claimed.notification.webhook_id;
+    if (gone) deactivate.add(webhookId);
+    else if (update.status === "failed") failedFor.add(webhookId);
+  }
+  const attemptRows: AttemptRow[] = live.map(({ outcome: o }) => ({
     notification_id: o.claimed.notification.id,
     attempt: o.claimed.notification.total_attempts + 1,
     started: o.started,
@@ -448,7 +562,7 @@ export async function recordOutcomes(
     response_excerpt: o.excerpt,
   }));
   // Writes whose answer nobody reads: on PostgreSQL they travel with the COMMIT (`later`), so a
-  // batch costs two round trips, the locking read and the commit.
+  // batch of one kind of outcome costs two round trips, the update and the commit.
   for (let i = 0; i < attemptRows.length; i += CHUNK) {
     await later(
       q,
@@ -457,32 +571,6 @@ export async function recordOutcomes(
         .values(attemptRows.slice(i, i + CHUNK))
         .compile(),
     );
-  }
-  // Outcomes that leave notifications in the same state share one UPDATE: most batches are
-  // all first-attempt successes with the same answer, so a batch costs a few statements.
-  const updates = new Map<string, { update: NotificationUpdate; ids: string[] }>();
-  for (const o of live) {
-    const n = o.claimed.notification;
-    const { verdict, gone, update } = afterAttempt(n, o, settings, now);
-    tally[verdict]++;
-    const key = JSON.stringify(update);
-    const group = updates.get(key) ?? { update, ids: [] };
-    group.ids.push(n.id);
-    updates.set(key, group);
-    if (gone) deactivate.add(n.webhook_id);
-    else if (update.status === "failed") failedFor.add(n.webhook_id);
-  }
-  for (const { update, ids: groupIds } of updates.values()) {
-    for (let i = 0; i < groupIds.length; i += CHUNK) {
-      await later(
-        q,
-        q
-          .updateTable("notifications")
-          .set(update)
-          .where("id", "in", groupIds.slice(i, i + CHUNK))
-          .compile(),
-      );
-    }
   }
   // The deactivation policy: numberOfFailures failed notifications within daysInPast days,
   // counted from the last activation at the earliest.
