@@ -12,7 +12,8 @@ import { PortalKeys } from "./collaboration/peer.js";
 import type { Config } from "./config.js";
 import { type AvailabilityChange, isConnectionLoss } from "./db/availability.js";
 import { type Db, openDatabase } from "./db/database.js";
-import { MIGRATION_NAMES, migrateToLatest, pendingMigrations } from "./db/migrate.js";
+import { applyMigrations, MIGRATION_NAMES, pendingMigrations } from "./db/migrate.js";
+import { syncSpatialStorage } from "./features/layer-store.js";
 import { addHttpsListener, buildServer } from "./http/server.js";
 import { certificateNames, loadOrCreateSelfSigned, type SelfSigned } from "./http/tls.js";
 import { createJobs } from "./jobs/create-jobs.js";
@@ -70,6 +71,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
   };
   let reportAvailability = (change: AvailabilityChange) =>
     reportError(change.state === "lost" ? change.error : new Error("database connection restored"));
+  let firstAdmin: FirstAdministrator | undefined;
   const db = await openDatabase({
     databaseUrl: config.databaseUrl,
     dataDir: config.dataDir,
@@ -77,16 +79,19 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     queryTimeoutMs: config.databaseQueryTimeoutSeconds * 1000,
     postgis: config.postgis,
     onAvailability: (change) => reportAvailability(change),
+    // The migrations, beside PostGIS's preparation. A new database gets its first administrator
+    // below: the password's hash (scrypt: 64 MiB and a few hundred ms of a core) is then computed
+    // on the thread pool while the migrations run, not after them.
+    beforeReady: async (db) => {
+      if ((await pendingMigrations(db)).length === MIGRATION_NAMES.length) {
+        firstAdmin = firstAdministrator(config, options.testPasswordHashing ? TEST_SCRYPT_COST : SCRYPT_COST);
+      }
+      await applyMigrations(db);
+    },
   });
   try {
-    // A new database gets its first administrator below. The password's hash (scrypt: 64 MiB and a
-    // few hundred ms of a core) is then computed on the thread pool while the migrations run,
-    // not after them (under load it was the largest step of a first start after the migrations).
-    const firstAdmin =
-      (await pendingMigrations(db)).length === MIGRATION_NAMES.length
-        ? firstAdministrator(config, options.testPasswordHashing ? TEST_SCRYPT_COST : SCRYPT_COST)
-        : undefined;
-    await migrateToLatest(db);
+    // What PostGIS's use (or not) asks of the layer tables, which can change between starts.
+    await syncSpatialStorage(db);
     let address = "";
     let httpsAddress: string | undefined;
     // Known once listening (port 0 picks it then); read when asked. HTTPS first: clients that are

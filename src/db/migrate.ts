@@ -93,9 +93,18 @@ export async function pendingMigrations(db: Db): Promise<string[]> {
  * used (`syncSpatialStorage`), which can change between starts without a migration.
  */
 export async function migrateToLatest(db: Db): Promise<string[]> {
+  const applied = await applyMigrations(db);
+  await syncSpatialStorage(db);
+  return applied;
+}
+
+/**
+ * Applies the pending migrations only: they need no PostGIS, so a start runs them while PostGIS is
+ * prepared (`DbOptions.beforeReady`), and `syncSpatialStorage` once it is.
+ */
+export async function applyMigrations(db: Db): Promise<string[]> {
   const { error, results } = await migratorOf(db).migrateToLatest();
   if (error) throw error;
-  await syncSpatialStorage(db);
   return (results ?? []).filter((r) => r.status === "Success").map((r) => r.migrationName);
 }
 
