@@ -13,7 +13,7 @@ import { ADMIN } from "./portal-api.js";
 import type { ServerProcess } from "./processes.js";
 import { rate, seconds } from "./report.js";
 import { createStore, type Engine, type Store } from "./stores.js";
-import { Admin, collaborate, type Linked, SELF } from "./sync.js";
+import { Admin, collaborate, type Linked, runTimedSync, SELF } from "./sync.js";
 
 export const LAYER_COPY = {
   features: 100_000,
@@ -107,18 +107,7 @@ async function timedCopySync(
   what: string,
   servers: { guest: ServerProcess; host: ServerProcess },
 ): Promise<LayerCopyRun> {
-  const workspace = `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}`;
-  const cpuBefore = [servers.guest.cpuMs(), servers.host.cpuMs()];
-  const started = performance.now();
-  const r = await guest.post(`${workspace}/sync`, { async: "false" }, `${what}: sync`);
-  const ms = performance.now() - started;
-  const cpuAfter = [servers.guest.cpuMs(), servers.host.cpuMs()];
-  const used = (i: number) => {
-    const a = cpuBefore[i];
-    const b = cpuAfter[i];
-    return a === undefined || b === undefined ? undefined : b - a;
-  };
-  const status = await guest.get(`${workspace}/syncStatus/${r.jobId}`, {}, `${what}: syncStatus`);
+  const { ms, guestCpuMs, hostCpuMs, status } = await runTimedSync(guest, linked, what, servers);
   if (status.status !== "completed") {
     throw new Error(`${what}: the sync ended ${status.status}: ${status.summary}`);
   }
@@ -135,8 +124,8 @@ async function timedCopySync(
     ms,
     added: layers.reduce((n, l) => n + l.added, 0),
     updated: layers.reduce((n, l) => n + l.updated, 0),
-    guestCpuMs: used(0),
-    hostCpuMs: used(1),
+    guestCpuMs,
+    hostCpuMs,
   };
 }
 

@@ -228,14 +228,17 @@ async function seedHost(host: Admin, groupId: string): Promise<string[]> {
   return ids;
 }
 
-/** One synchronous sync on the guest, timed; its status must be completed with `expected` items moved. */
-async function timedSync(
+/**
+ * One synchronous sync on the guest, timed from the request to its answer, with the CPU time (user
+ * + system, ms) the guest and the host used meanwhile (undefined without /proc) and the job's
+ * syncStatus answer.
+ */
+export async function runTimedSync(
   guest: Admin,
   linked: Linked,
-  expected: number,
   what: string,
   servers: { guest: ServerProcess; host: ServerProcess },
-): Promise<SyncRun> {
+): Promise<{ ms: number; guestCpuMs: number | undefined; hostCpuMs: number | undefined; status: any }> {
   const workspace = `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}`;
   const cpuBefore = [servers.guest.cpuMs(), servers.host.cpuMs()];
   const started = performance.now();
@@ -248,6 +251,18 @@ async function timedSync(
     return a === undefined || b === undefined ? undefined : b - a;
   };
   const status = await guest.get(`${workspace}/syncStatus/${r.jobId}`, {}, `${what}: syncStatus`);
+  return { ms, guestCpuMs: used(0), hostCpuMs: used(1), status };
+}
+
+/** One synchronous sync on the guest, timed; its status must be completed with `expected` items moved. */
+async function timedSync(
+  guest: Admin,
+  linked: Linked,
+  expected: number,
+  what: string,
+  servers: { guest: ServerProcess; host: ServerProcess },
+): Promise<SyncRun> {
+  const { ms, guestCpuMs, hostCpuMs, status } = await runTimedSync(guest, linked, what, servers);
   const tasks = (status.participantTasks ?? []) as {
     status: string;
     succeededCount: number;
@@ -262,7 +277,7 @@ async function timedSync(
         `${status.status}, ${succeeded} succeeded, ${failed} failed or not processed: ${status.summary}`,
     );
   }
-  return { ms, succeeded, guestCpuMs: used(0), hostCpuMs: used(1) };
+  return { ms, succeeded, guestCpuMs, hostCpuMs };
 }
 
 /** The CPU the two portals used in a sync, per item moved (or in all, when none moved). */

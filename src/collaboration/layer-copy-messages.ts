@@ -55,6 +55,7 @@ const PAGE = {
   },
   required: ["features", "deletes", "rowsNext", "deletesNext", "done"],
 };
+/** A hosted service as its host describes it: what `copyDefine` carries and `layerServices` lists. */
 const SERVICE_STATE = {
   type: "object",
   properties: {
@@ -111,6 +112,9 @@ const COUNTS = {
   required: ["id", "added", "updated", "deleted", "failed", "failures"],
 };
 const MAX_BYTES = { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER };
+const SERVICE_IDS = { type: "array", maxItems: SERVICES_PER_CALL, items: ID };
+/** What the side that stored a page answers: its counts for the layer. */
+const OUTCOME = { type: "object", properties: { outcome: COUNTS }, required: ["outcome"] };
 
 export const LAYER_COPY_REQUESTS: Record<string, object> = {
   layerEdits: {
@@ -120,7 +124,7 @@ export const LAYER_COPY_REQUESTS: Record<string, object> = {
   },
   copyState: {
     type: "object",
-    properties: { workspaceId: ID, ids: { type: "array", maxItems: SERVICES_PER_CALL, items: ID } },
+    properties: { workspaceId: ID, ids: SERVICE_IDS },
     required: ["workspaceId", "ids"],
   },
   copyDefine: {
@@ -145,7 +149,7 @@ export const LAYER_COPY_REQUESTS: Record<string, object> = {
   },
   layerServices: {
     type: "object",
-    properties: { workspaceId: ID, ids: { type: "array", maxItems: SERVICES_PER_CALL, items: ID } },
+    properties: { workspaceId: ID, ids: SERVICE_IDS },
     required: ["workspaceId", "ids"],
   },
   layerChanges: {
@@ -153,12 +157,12 @@ export const LAYER_COPY_REQUESTS: Record<string, object> = {
     properties: {
       workspaceId: ID,
       id: ID,
-      layerId: { type: "integer", minimum: 0, maximum: 999_999_999 },
+      layerId: LAYER_ID,
       rowsAfter: CURSOR,
       deletesAfter: CURSOR,
       upTo: MOMENT,
       /** What the receiver's package budget has left: the page stops there (one feature always goes). */
-      maxBytes: { type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
+      maxBytes: MAX_BYTES,
     },
     required: ["workspaceId", "id", "layerId", "rowsAfter", "deletesAfter", "upTo"],
   },
@@ -171,34 +175,13 @@ export const LAYER_COPY_ANSWERS: Record<string, object> = {
       services: {
         type: "array",
         maxItems: SERVICES_PER_CALL,
-        items: {
-          type: "object",
-          properties: {
-            id: ID,
-            name: { type: "string", maxLength: 128 },
-            modified: MOMENT,
-            definition: { type: "object" },
-            layers: { type: "array", maxItems: 1000, items: { type: "object" } },
-            tables: { type: "array", maxItems: 1000, items: { type: "object" } },
-            moments: {
-              type: "array",
-              maxItems: 2000,
-              items: {
-                type: "object",
-                properties: { id: { type: "integer", minimum: 0 }, moment: MOMENT },
-                required: ["id", "moment"],
-              },
-            },
-            bytes: { type: "integer", minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
-          },
-          required: ["id", "name", "modified", "definition", "layers", "tables", "moments", "bytes"],
-        },
+        items: SERVICE_STATE,
       },
     },
     required: ["services"],
   },
   layerChanges: PAGE,
-  layerEdits: { type: "object", properties: { outcome: COUNTS }, required: ["outcome"] },
+  layerEdits: OUTCOME,
   copyState: {
     type: "object",
     properties: {
@@ -236,7 +219,7 @@ export const LAYER_COPY_ANSWERS: Record<string, object> = {
     },
     required: ["decision", "layers"],
   },
-  copyPage: { type: "object", properties: { outcome: COUNTS }, required: ["outcome"] },
+  copyPage: OUTCOME,
   copyEdits: {
     type: "object",
     properties: { page: PAGE, seen: LAYER_CURSOR, next: LAYER_CURSOR },

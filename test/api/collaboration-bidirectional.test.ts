@@ -8,6 +8,7 @@ import {
   sync,
   workspacePath,
 } from "../helpers/collaboration.js";
+import { allFeatures, createPointLayer, featureData, shareItem } from "../helpers/hosted-layers.js";
 import type { TestPortal } from "../helpers/portico.js";
 
 /**
@@ -27,46 +28,8 @@ const feature = (i: number) => ({
   geometry: { x: -170 + (i % 340), y: -60 + Math.floor(i / 340) * 0.5 },
 });
 
-async function createLayer(portal: TestPortal, name: string, count: number, fields = FIELDS) {
-  const created = await ok(
-    portal.post(
-      "/content/users/admin_user/createService",
-      {
-        createParameters: { name, capabilities: "Create,Delete,Query,Update,Editing" },
-        outputType: "featureService",
-      },
-      portal.adminToken,
-    ),
-    "createService",
-  );
-  const base = portal.portico.address;
-  await ok(
-    portal.post(
-      `${base}/rest/admin/services/${name}/FeatureServer/addToDefinition`,
-      {
-        addToDefinition: {
-          layers: [{ name, geometryType: "esriGeometryPoint", spatialReference: { wkid: 4326 }, fields }],
-        },
-      },
-      portal.adminToken,
-    ),
-    "addToDefinition",
-  );
-  const layer = `${base}/rest/services/${name}/FeatureServer/0`;
-  for (let start = 0; start < count; start += 2000) {
-    const adds = Array.from({ length: Math.min(2000, count - start) }, (_, i) => feature(start + i));
-    const r = await ok(portal.post(`${layer}/applyEdits`, { adds }, portal.adminToken), "applyEdits");
-    expect(r.addResults.every((a: { success: boolean }) => a.success)).toBe(true);
-  }
-  return { itemId: created.itemId as string, layer };
-}
-
-async function share(portal: TestPortal, itemId: string, group: string) {
-  await ok(
-    portal.post(`/content/users/admin_user/items/${itemId}/share`, { groups: group }, portal.adminToken),
-    "share",
-  );
-}
+const createLayer = (portal: TestPortal, name: string, count: number, fields = FIELDS) =>
+  createPointLayer(portal, name, { fields, feature, count });
 
 async function edit(portal: TestPortal, layer: string, edits: Record<string, unknown>) {
   const r = await ok(portal.post(`${layer}/applyEdits`, edits, portal.adminToken), "applyEdits");
@@ -77,37 +40,8 @@ async function edit(portal: TestPortal, layer: string, edits: Record<string, unk
   return r;
 }
 
-/** Every feature of a layer by object id. */
-async function allFeatures(portal: TestPortal, layer: string): Promise<Map<number, any>> {
-  const out = new Map<number, any>();
-  for (let offset = 0; ; offset += 2000) {
-    const page = await ok(
-      portal.get(
-        `${layer}/query`,
-        {
-          where: "1=1",
-          outFields: "*",
-          orderByFields: "OBJECTID",
-          resultOffset: offset,
-          resultRecordCount: 2000,
-        },
-        portal.adminToken,
-      ),
-      "query",
-    );
-    for (const f of page.features) out.set(f.attributes.OBJECTID, f);
-    if (page.features.length < 2000) return out;
-  }
-}
-
 const nameOf = async (portal: TestPortal, layer: string, oid: number) =>
   (await allFeatures(portal, layer)).get(oid)?.attributes.name;
-
-function featureData(status: any, direction?: string): any[] {
-  return status.participantTasks
-    .filter((t: any) => !direction || t.direction === direction)
-    .flatMap((t: any) => t.featureData ?? []);
-}
 
 const byObjectId = (a: { objectId: number }, b: { objectId: number }) => a.objectId - b.objectId;
 
@@ -136,7 +70,7 @@ describe("bidirectional sync of a host's layer and a guest's copy", () => {
     });
     await copyLink(guest, linked, linked.guestGroups[0]);
     origin = await createLayer(host, "Roads", 300);
-    await share(host, origin.itemId, linked.hostGroup);
+    await shareItem(host, origin.itemId, linked.hostGroup);
     const status = await sync(guest, linked);
     expect(featureData(status)[0].layers[0]).toMatchObject({ added: 300, failed: 0 });
     const item = (await groupItems(guest, linked.guestGroups[0] as string)).get("Roads");
@@ -257,7 +191,7 @@ describe("bidirectional sync of a host's layer and a guest's copy", () => {
       10,
       FIELDS.filter((f) => f.type !== "esriFieldTypeGlobalID"),
     );
-    await share(host, plain.itemId, linked.hostGroup);
+    await shareItem(host, plain.itemId, linked.hostGroup);
     const status = await sync(guest, linked);
     const [data] = featureData(status).filter((d: any) => d.title === "Plain");
     expect(data).toMatchObject({ mode: "copy", readOnly: expect.stringMatching(/layer 0 has no GlobalID/) });
@@ -284,7 +218,7 @@ describe("the send direction: a guest's layer copied into its host", () => {
     linked = await collaborate(host, [{ portal: guest, mode: "send" }], { hostMode: "receive" });
     await copyLink(host, linked);
     origin = await createLayer(guest, "Parcels", COUNT);
-    await share(guest, origin.itemId, linked.guestGroups[0] as string);
+    await shareItem(guest, origin.itemId, linked.guestGroups[0] as string);
   }, 120_000);
   afterAll(async () => {
     await Promise.all([host?.stop(), guest?.stop()]);
@@ -350,7 +284,7 @@ describe("three portals: a host and two guests editing copies of one layer", () 
     await copyLink(first, linked, linked.guestGroups[0]);
     await copyLink(second, linked, linked.guestGroups[1]);
     origin = await createLayer(host, "Wells", 50);
-    await share(host, origin.itemId, linked.hostGroup);
+    await shareItem(host, origin.itemId, linked.hostGroup);
     for (const [i, guest] of [first, second].entries()) {
       await sync(guest, linked);
       const item = (await groupItems(guest, linked.guestGroups[i] as string)).get("Wells");

@@ -8,6 +8,13 @@ import {
   sync,
   workspacePath,
 } from "../helpers/collaboration.js";
+import {
+  allFeatures,
+  createPointLayer,
+  featureData,
+  queryLayer,
+  shareItem,
+} from "../helpers/hosted-layers.js";
 import type { TestPortal } from "../helpers/portico.js";
 
 /**
@@ -39,77 +46,10 @@ const feature = (i: number) => ({
   geometry: { x: -179.5 + (i % 360) * 0.99, y: -60 + Math.floor(i / 360) * 0.5 },
 });
 
-async function createLayer(
-  portal: TestPortal,
-  name: string,
-  count: number,
-  extra: Record<string, unknown> = {},
-) {
-  const created = await ok(
-    portal.post(
-      "/content/users/admin_user/createService",
-      {
-        createParameters: { name, capabilities: "Create,Delete,Query,Update,Editing" },
-        outputType: "featureService",
-      },
-      portal.adminToken,
-    ),
-    "createService",
-  );
-  const base = portal.portico.address;
-  await ok(
-    portal.post(
-      `${base}/rest/admin/services/${name}/FeatureServer/addToDefinition`,
-      {
-        addToDefinition: {
-          layers: [
-            {
-              name,
-              geometryType: "esriGeometryPoint",
-              spatialReference: { wkid: 4326 },
-              fields: FIELDS,
-              ...extra,
-            },
-          ],
-        },
-      },
-      portal.adminToken,
-    ),
-    "addToDefinition",
-  );
-  const layer = `${base}/rest/services/${name}/FeatureServer/0`;
-  for (let start = 0; start < count; start += 2000) {
-    const adds = Array.from({ length: Math.min(2000, count - start) }, (_, i) => feature(start + i));
-    const r = await ok(portal.post(`${layer}/applyEdits`, { adds }, portal.adminToken), "applyEdits");
-    expect(r.addResults.every((a: { success: boolean }) => a.success)).toBe(true);
-  }
-  return { itemId: created.itemId as string, layer };
-}
-
-async function query(portal: TestPortal, layer: string, params: Record<string, unknown>) {
-  return ok(portal.get(`${layer}/query`, { outFields: "*", ...params }, portal.adminToken), "query");
-}
-
-/** Every feature of a layer, by object id, without the attributes that may differ (none should). */
-async function allFeatures(portal: TestPortal, layer: string): Promise<Map<number, unknown>> {
-  const out = new Map<number, unknown>();
-  for (let offset = 0; ; offset += 2000) {
-    const page = await query(portal, layer, {
-      where: "1=1",
-      orderByFields: "OBJECTID",
-      resultOffset: offset,
-      resultRecordCount: 2000,
-    });
-    for (const f of page.features) out.set(f.attributes.OBJECTID, f);
-    if (page.features.length < 2000) return out;
-  }
-}
+const createLayer = (portal: TestPortal, name: string, count: number, definition?: Record<string, unknown>) =>
+  createPointLayer(portal, name, { fields: FIELDS, feature, count, definition });
 
 const layerOf = (item: { url: string }) => `${item.url}/0`;
-
-function featureData(status: any): any[] {
-  return status.participantTasks.flatMap((t: any) => t.featureData ?? []);
-}
 
 describe("copies of hosted feature layers", () => {
   let host: TestPortal;
@@ -146,14 +86,7 @@ describe("copies of hosted feature layers", () => {
     const res = await fetch(`${origin.layer}/8/addAttachment`, { method: "POST", body: form });
     const added = (await res.json()) as { addAttachmentResult: { success: boolean } };
     expect(added.addAttachmentResult.success).toBe(true);
-    await ok(
-      host.post(
-        `/content/users/admin_user/items/${origin.itemId}/share`,
-        { groups: linked.hostGroup },
-        host.adminToken,
-      ),
-      "share",
-    );
+    await shareItem(host, origin.itemId, linked.hostGroup);
   }, 120_000);
   afterAll(async () => {
     await Promise.all([host?.stop(), guest?.stop()]);
@@ -265,7 +198,7 @@ describe("copies of hosted feature layers", () => {
     expect(data.mode).toBe("copy");
     const definition = await ok(guest.get(copyLayer, {}, guest.adminToken), "layer");
     expect(definition.fields.map((f: any) => f.name)).toContain("note");
-    const one = await query(guest, copyLayer, { where: "note = 'fenced'" });
+    const one = await queryLayer(guest, copyLayer, { where: "note = 'fenced'" });
     expect(one.features.map((f: any) => f.attributes.OBJECTID)).toEqual([500]);
     expect(await allFeatures(guest, copyLayer)).toEqual(await allFeatures(host, origin.layer));
   }, 120_000);
@@ -280,14 +213,7 @@ describe("copies of hosted feature layers", () => {
       "updateInfo",
     );
     const big = await createLayer(host, "Big", 300);
-    await ok(
-      host.post(
-        `/content/users/admin_user/items/${big.itemId}/share`,
-        { groups: linked.hostGroup },
-        host.adminToken,
-      ),
-      "share",
-    );
+    await shareItem(host, big.itemId, linked.hostGroup);
     let status = await sync(guest, linked);
     expect(status.status).toBe("completed");
     const [reference] = featureData(status).filter((d: any) => d.title === "Big");
@@ -308,14 +234,7 @@ describe("copies of hosted feature layers", () => {
       "updatePortalGroupLink",
     );
     const other = await createLayer(host, "Other", 300);
-    await ok(
-      host.post(
-        `/content/users/admin_user/items/${other.itemId}/share`,
-        { groups: linked.hostGroup },
-        host.adminToken,
-      ),
-      "share",
-    );
+    await shareItem(host, other.itemId, linked.hostGroup);
     status = await sync(guest, linked);
     expect(status.status).toBe("completed_with_failures");
     const task = status.participantTasks[0];
@@ -357,14 +276,7 @@ describe("a copy between an SQLite host and a guest on the run's engine", () => 
       "link",
     );
     const origin = await createLayer(host, "Mixed", 2000);
-    await ok(
-      host.post(
-        `/content/users/admin_user/items/${origin.itemId}/share`,
-        { groups: linked.hostGroup },
-        host.adminToken,
-      ),
-      "share",
-    );
+    await shareItem(host, origin.itemId, linked.hostGroup);
     let status = await sync(guest, linked);
     expect(featureData(status)[0].layers[0]).toMatchObject({ added: 2000, failed: 0 });
     const copy = layerOf((await groupItems(guest, group)).get("Mixed"));
