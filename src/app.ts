@@ -78,6 +78,7 @@ export async function startPortico(options: StartOptions): Promise<Portico> {
     schema: options.schema,
     queryTimeoutMs: config.databaseQueryTimeoutSeconds * 1000,
     postgis: config.postgis,
+    poolSize: config.databasePoolSize,
     onAvailability: (change) => reportAvailability(change),
     // The migrations, beside PostGIS's preparation. A new database gets its first administrator
     // below: the password's hash (scrypt: 64 MiB and a few hundred ms of a core) is then computed

@@ -19,6 +19,7 @@ describe("loadConfig", () => {
       dataDir: "/srv/portico/data",
       databaseUrl: undefined,
       databaseQueryTimeoutSeconds: 60,
+      databasePoolSize: 20,
       postgis: "auto",
       outboundAllow: [],
       trustProxy: false,

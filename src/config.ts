@@ -42,6 +42,11 @@ export interface Config {
    */
   databaseQueryTimeoutSeconds: number;
   /**
+   * PostgreSQL: connections of the node's pool for requests and jobs (a node also holds one for
+   * LISTEN and one for migrations). Nodes times this must stay under the server's max_connections.
+   */
+  databasePoolSize: number;
+  /**
    * PostgreSQL: whether hosted feature layers keep a PostGIS geometry column, indexed, which lets
    * the database decide most of a spatial query instead of the process. `auto` uses PostGIS when
    * the database has the extension or it can be created there; `on` requires it (the start fails
@@ -129,6 +134,7 @@ const SETTINGS = {
     env: "PORTICO_DATABASE_QUERY_TIMEOUT_SECONDS",
     flag: "database-query-timeout-seconds",
   },
+  databasePoolSize: { env: "PORTICO_DATABASE_POOL_SIZE", flag: "database-pool-size" },
   postgis: { env: "PORTICO_POSTGIS", flag: "postgis" },
   adminUsername: { env: "PORTICO_ADMIN_USERNAME", flag: "admin-username" },
   adminPassword: { env: "PORTICO_ADMIN_PASSWORD", flag: "admin-password" },
@@ -247,6 +253,7 @@ export function loadConfig(
     dataDir,
     databaseUrl,
     databaseQueryTimeoutSeconds: parseWhole(raw("databaseQueryTimeoutSeconds"), 60, 0, 86_400, "seconds"),
+    databasePoolSize: parseWhole(raw("databasePoolSize"), 20, 2, 1000, "connections"),
     postgis,
     adminUsername: adminUsername.value,
     adminPassword: adminPassword.value,

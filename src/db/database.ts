@@ -113,6 +113,8 @@ export interface DbOptions {
    * geometry columns a server keeps (see `syncSpatialStorage`).
    */
   postgis?: PostgisSetting;
+  /** PostgreSQL: connections of the pool for requests and jobs (`PORTICO_DATABASE_POOL_SIZE`); 20 if not given. */
+  poolSize?: number;
   /**
    * Work on the opened database before it is handed out: a start's migrations. On PostgreSQL it
    * runs beside PostGIS's preparation (`db.postgis` is undefined meanwhile), which on a new
@@ -130,6 +132,7 @@ export async function openDatabase(options: DbOptions): Promise<Db> {
       options.queryTimeoutMs ?? 0,
       options.onAvailability,
       options.postgis ?? "auto",
+      options.poolSize ?? 20,
       options.beforeReady,
     );
   }
@@ -333,6 +336,7 @@ async function openPostgres(
   queryTimeoutMs: number,
   onAvailability: ((change: AvailabilityChange) => void) | undefined,
   postgisSetting: PostgisSetting,
+  poolSize: number,
   beforeReady: ((db: Db) => Promise<void>) | undefined,
 ): Promise<Db> {
   if (schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(schema)) {
@@ -360,7 +364,7 @@ async function openPostgres(
   };
   const pool = new pg.Pool({
     ...poolConfig,
-    max: 20,
+    max: poolSize,
     ...(queryTimeoutMs > 0 ? { Client: watchedClient(queryTimeoutMs) } : {}),
   });
   // Migrations build indexes and rewrite tables: minutes without an answer are normal there. They

@@ -99,6 +99,9 @@ export function testConfig(store: TestStore, env: Record<string, string> = {}): 
     PORTICO_ADMIN_PASSWORD: ADMIN.password,
     PORTICO_LOG_LEVEL: "silent",
     ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    // Three test files run at once, some with three portals, against one PostgreSQL server whose
+    // max_connections is 100 (the default): a test portal's requests never need twenty at a time.
+    PORTICO_DATABASE_POOL_SIZE: "10",
     // PostgreSQL runs use PostGIS where the database has it (auto); PORTICO_TEST_POSTGIS=off runs
     // them on the bounds index alone, as on a server without PostGIS.
     ...(databaseUrl && process.env.PORTICO_TEST_POSTGIS
