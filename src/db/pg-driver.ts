@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -98,30 +97,6 @@ export function deferred(query: CompiledQuery): CompiledQuery {
   return query;
 }
 
-/** Statements a caller marked to be prepared (see `prepared`), and their names. */
-const preparable = new WeakSet<CompiledQuery>();
-const statementNames = new Map<string, string>();
-
-/**
- * Marks `query` so that, sent on its own (not behind a BEGIN or deferred statements), it runs as
- * a named prepared statement: each connection parses it once, and PostgreSQL may keep its plan,
- * instead of planning it on every call. For statements sent often whose planning costs (the
- * webhook claim). The name comes from the text, so texts that differ are different statements.
- */
-export function prepared(query: CompiledQuery): CompiledQuery {
-  preparable.add(query);
-  return query;
-}
-
-function statementName(text: string): string {
-  let name = statementNames.get(text);
-  if (!name) {
-    name = `portico_${createHash("sha1").update(text).digest("hex").slice(0, 16)}`;
-    statementNames.set(text, name);
-  }
-  return name;
-}
-
 /** What each query made by `inOneMessage` stands for. */
 const groups = new WeakMap<CompiledQuery, { statements: readonly CompiledQuery[]; settings: number }>();
 
@@ -208,7 +183,7 @@ class BatchingConnection implements DatabaseConnection {
         return { rows: [] };
       }
     }
-    return this.send(compiled.sql, compiled.parameters, preparable.has(compiled));
+    return this.send(compiled.sql, compiled.parameters);
   }
 
   /** See `inOneMessage`. */
@@ -240,11 +215,7 @@ class BatchingConnection implements DatabaseConnection {
     throw new Error("streaming is not configured for PostgreSQL");
   }
 
-  private async send<R>(
-    text: string,
-    parameters: readonly unknown[],
-    prepare = false,
-  ): Promise<QueryResult<R>> {
+  private async send<R>(text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
     const head = [...(this.pendingBegin ? [this.pendingBegin] : []), ...this.pending];
     this.pendingBegin = undefined;
     this.pending = [];
@@ -259,11 +230,6 @@ class BatchingConnection implements DatabaseConnection {
         );
       }
       await this.client.query(head.join("; "));
-    }
-    if (prepare) {
-      return toQueryResult(
-        await this.client.query({ name: statementName(text), text, values: [...parameters] }),
-      );
     }
     return toQueryResult(await this.client.query(text, [...parameters]));
   }

@@ -1,6 +1,5 @@
 import { sql } from "kysely";
 import { type Engine, later, type Queryable } from "../db/database.js";
-import { prepared } from "../db/pg-driver.js";
 import type {
   NotificationAttemptTable,
   NotificationTable,
@@ -140,9 +139,7 @@ export async function dispatchUnwanted(
   q: Queryable,
   limit: number,
 ): Promise<{ activeWebhooks: number; taken: number }> {
-  const { rows } = await q.executeQuery<{ active_webhooks: number; taken: number }>(
-    prepared(
-      sql`
+  const { rows } = await sql<{ active_webhooks: number; taken: number }>`
     WITH active AS MATERIALIZED (
       SELECT count(*) AS n FROM webhooks WHERE is_active = 1
     ), picked AS MATERIALIZED (
@@ -152,9 +149,7 @@ export async function dispatchUnwanted(
       UPDATE events AS e SET dispatched = 1 FROM picked WHERE e.seq = picked.seq RETURNING e.seq
     )
     SELECT (SELECT n FROM active) AS active_webhooks, (SELECT count(*) FROM taken) AS taken,
-      set_config('synchronous_commit', 'off', true) AS lazy_commit`.compile(q),
-    ),
-  );
+      set_config('synchronous_commit', 'off', true) AS lazy_commit`.execute(q);
   const row = rows[0];
   return { activeWebhooks: Number(row?.active_webhooks ?? 0), taken: Number(row?.taken ?? 0) };
 }
@@ -466,9 +461,7 @@ export async function noDurableCommit(q: Queryable, engine: Engine): Promise<voi
 async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claimed[]> {
   const { now } = claim;
   const busy = JSON.stringify(Object.fromEntries(claim.inFlight));
-  const { rows } = await q.executeQuery<NotificationRow & { webhook: WebhookRow }>(
-    prepared(
-      sql`
+  const { rows } = await sql<NotificationRow & { webhook: WebhookRow }>`
     WITH candidates AS (
       SELECT n.id, n.webhook_id, n.next_attempt FROM notifications n
       WHERE n.status = 'pending' AND n.next_attempt <= ${now} AND n.lease_until <= ${now}
@@ -493,9 +486,7 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
     UPDATE notifications AS n SET lease_until = ${now + claim.leaseMs}
     FROM chosen, webhooks AS w, lazy_commit
     WHERE n.id = chosen.id AND w.id = n.webhook_id
-    RETURNING n.*, to_jsonb(w) AS webhook`.compile(q),
-    ),
-  );
+    RETURNING n.*, to_jsonb(w) AS webhook`.execute(q);
   return rows
     .sort((a, b) => a.next_attempt - b.next_attempt || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
     .map(({ webhook, ...notification }) => ({ notification, webhook }));
