@@ -45,15 +45,19 @@ export async function saveCopy(
   } else {
     await q
       .insertInto("collaboration_copies")
-      .values({
-        workspace_id: key.workspaceId,
-        origin_portal_id: key.originPortalId,
-        origin_item_id: key.originItemId,
-        item_id: itemId,
-        origin_version: version,
-      })
+      .values(copyRow(key, itemId, version))
       .execute();
   }
+}
+
+function copyRow(key: CopyKey, itemId: string, version: number) {
+  return {
+    workspace_id: key.workspaceId,
+    origin_portal_id: key.originPortalId,
+    origin_item_id: key.originItemId,
+    item_id: itemId,
+    origin_version: version,
+  };
 }
 
 /** First records of several copies: each `itemId` holds `version` of its origin item. */
@@ -64,15 +68,7 @@ export async function saveNewCopies(
   if (copies.length === 0) return;
   await q
     .insertInto("collaboration_copies")
-    .values(
-      copies.map(({ key, itemId, version }) => ({
-        workspace_id: key.workspaceId,
-        origin_portal_id: key.originPortalId,
-        origin_item_id: key.originItemId,
-        item_id: itemId,
-        origin_version: version,
-      })),
-    )
+    .values(copies.map(({ key, itemId, version }) => copyRow(key, itemId, version)))
     .execute();
 }
 

@@ -413,18 +413,30 @@ export async function findFile(
     .where("item_id", "=", itemId)
     .where("kind", "=", kind)
     .executeTakeFirst();
-  return row
-    ? {
-        itemId,
-        kind,
-        name: row.name,
-        contentType: row.content_type,
-        fileId: row.file_id,
-        size: Number(row.size),
-        created: row.created === null ? null : Number(row.created),
-        access: row.access,
-      }
-    : undefined;
+  return row ? storedFile({ ...row, item_id: itemId, kind }) : undefined;
+}
+
+/** A row of `item_files` as the file it describes. */
+function storedFile(row: {
+  item_id: string;
+  kind: string;
+  name: string;
+  content_type: string;
+  file_id: string;
+  size: number | string | bigint;
+  created: number | string | bigint | null;
+  access: StoredFile["access"];
+}): StoredFile {
+  return {
+    itemId: row.item_id,
+    kind: row.kind as FileKind,
+    name: row.name,
+    contentType: row.content_type,
+    fileId: row.file_id,
+    size: Number(row.size),
+    created: row.created === null ? null : Number(row.created),
+    access: row.access,
+  };
 }
 
 /** A file read was overtaken by a change: the file was replaced or deleted since its row was read. */
@@ -535,16 +547,7 @@ export async function readAllOf(
   };
   const small: StoredFile[] = [];
   for (const row of rows) {
-    const file: StoredFile = {
-      itemId: row.item_id,
-      kind: row.kind as FileKind,
-      name: row.name,
-      contentType: row.content_type,
-      fileId: row.file_id,
-      size: Number(row.size),
-      created: row.created === null ? null : Number(row.created),
-      access: row.access,
-    };
+    const file = storedFile(row);
     if (file.size === 0) put(file, Buffer.alloc(0));
     else if (file.size <= FILE_CHUNK_BYTES) small.push(file);
     else await alone(file);

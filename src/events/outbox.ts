@@ -45,27 +45,10 @@ export async function recordEvent(
   event: ChangeEvent,
   when: number = Date.now(),
 ): Promise<void> {
-  await later(
-    trx,
-    trx
-      .insertInto("events")
-      .values({
-        id: newId(),
-        occurred: when,
-        source: event.source,
-        operation: event.operation,
-        object_id: event.objectId,
-        actor_id: event.actor?.id ?? "",
-        actor_username: event.actor?.username ?? "",
-        properties: JSON.stringify(event.properties ?? {}),
-        uri: triggerUri(event),
-      })
-      .compile(),
-  );
-  noteChange(trx, "events");
+  await recordEvents(trx, [event], when);
 }
 
-/** Several events, in this order, as `recordEvent` records each, in one statement. */
+/** Several events, in this order, in one statement (one round trip, sent with the COMMIT). */
 export async function recordEvents(
   trx: Queryable,
   events: readonly ChangeEvent[],
