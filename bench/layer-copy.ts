@@ -12,8 +12,8 @@ import { performance } from "node:perf_hooks";
 import { ADMIN } from "./portal-api.js";
 import type { ServerProcess } from "./processes.js";
 import { rate, seconds } from "./report.js";
-import { createStore, type Engine, type Store } from "./stores.js";
-import { Admin, collaborate, type Linked, runTimedSync, SELF } from "./sync.js";
+import type { Engine, Store } from "./stores.js";
+import { type Admin, type Linked, runTimedSync, SELF, withLinkedPortals } from "./sync.js";
 
 export const LAYER_COPY = {
   features: 100_000,
@@ -147,90 +147,85 @@ export async function measureLayerCopy(
   start: (store: Store) => Promise<ServerProcess>,
   say: (line: string) => void,
 ): Promise<LayerCopyFigures> {
-  const stores: Store[] = [];
-  const servers: ServerProcess[] = [];
-  try {
-    for (let i = 0; i < 2; i++) {
-      const store = await createStore(engine);
-      stores.push(store);
-      servers.push(await start(store));
-    }
-    const [host, guest] = await Promise.all(servers.map((s) => Admin.of(s)));
-    if (!host || !guest) throw new Error("the layer-copy case needs two portals");
-    const linked = await collaborate(host, guest);
-    await guest.post(
-      `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}/updatePortalGroupLink`,
-      { portalGroupId: linked.guestGroup, copyFeatureServiceData: true },
-      "updatePortalGroupLink",
-    );
-
-    const name = "bench_points";
-    const loading = performance.now();
-    const origin = await loadLayer(host, name);
-    const loadMs = performance.now() - loading;
-    await host.post(
-      `/sharing/rest/content/users/${ADMIN.username}/items/${origin.itemId}/share`,
-      { groups: linked.hostGroup },
-      "share",
-    );
-    say(
-      `  ${engine.name}: host loaded ${LAYER_COPY.features.toLocaleString("en-US")} points through applyEdits in ` +
-        `${seconds(loadMs)} and shared the service`,
-    );
-
-    const [hostServer, guestServer] = servers as [ServerProcess, ServerProcess];
-    const pair = { guest: guestServer, host: hostServer };
-    const cpu = (run: LayerCopyRun) =>
-      run.guestCpuMs === undefined || run.hostCpuMs === undefined
-        ? ""
-        : `; CPU guest ${(run.guestCpuMs / 1000).toFixed(1)} s, host ${(run.hostCpuMs / 1000).toFixed(1)} s`;
-    const first = await timedCopySync(guest, linked, "first layer copy", pair);
-    if (first.added !== LAYER_COPY.features) {
-      throw new Error(`first layer copy: ${first.added} features added, not ${LAYER_COPY.features}`);
-    }
-    say(
-      `  ${engine.name}: first sync copied ${first.added.toLocaleString("en-US")} features in ${seconds(first.ms)} ` +
-        `(${rate((first.added * 1000) / first.ms)} features/s${cpu(first)})`,
-    );
-    const copy = await copyLayerOf(guest, linked.guestGroup, name);
-    if ((await count(guest, copy, "1=1")) !== LAYER_COPY.features) {
-      throw new Error("the guest's copy does not hold every feature of the host's layer");
-    }
-
-    // Every hundredth feature gets a new revision: 1,000 updates spread over the layer.
-    const step = Math.floor(LAYER_COPY.features / LAYER_COPY.edits);
-    const updates = Array.from({ length: LAYER_COPY.edits }, (_, k) => {
-      const i = k * step;
-      return { ...feature(i, 1), attributes: { ...feature(i, 1).attributes, OBJECTID: i + 1 } };
-    });
-    await host.post(`${origin.layer}/applyEdits`, { updates, rollbackOnFailure: true }, "applyEdits updates");
-    const delta = await timedCopySync(guest, linked, "delta sync", pair);
-    if (delta.updated !== LAYER_COPY.edits || delta.added !== 0) {
-      throw new Error(
-        `delta sync: ${delta.updated} updated and ${delta.added} added, not ${LAYER_COPY.edits} updated`,
+  return withLinkedPortals(
+    engine,
+    start,
+    "layer-copy",
+    async ({ host, guest, linked, hostServer, guestServer }) => {
+      await guest.post(
+        `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}/updatePortalGroupLink`,
+        { portalGroupId: linked.guestGroup, copyFeatureServiceData: true },
+        "updatePortalGroupLink",
       );
-    }
-    say(
-      `  ${engine.name}: delta sync of ${LAYER_COPY.edits.toLocaleString("en-US")} updated features ${seconds(delta.ms)}${cpu(delta)}`,
-    );
-    // The copy holds the updates: a sample of the updated features read back at revision 1.
-    const sample = updates.filter((_, k) => k % 100 === 0).map((u) => u.attributes.OBJECTID);
-    const read = await guest.get(
-      `${copy}/query`,
-      { objectIds: sample.join(","), outFields: "OBJECTID,pop" },
-      "query the copy",
-    );
-    const stale = (read.features as { attributes: { OBJECTID: number; pop: number } }[]).filter(
-      (f) => f.attributes.pop !== (f.attributes.OBJECTID - 1) * 3 + 1,
-    );
-    if (read.features.length !== sample.length || stale.length > 0) {
-      throw new Error(
-        `the guest's copy does not hold the host's updates (${stale.length} stale of ${sample.length})`,
+
+      const name = "bench_points";
+      const loading = performance.now();
+      const origin = await loadLayer(host, name);
+      const loadMs = performance.now() - loading;
+      await host.post(
+        `/sharing/rest/content/users/${ADMIN.username}/items/${origin.itemId}/share`,
+        { groups: linked.hostGroup },
+        "share",
       );
-    }
-    return { engine, loadMs, first, delta };
-  } finally {
-    for (const server of servers.reverse()) await server.stop();
-    for (const store of stores) await store.destroy();
-  }
+      say(
+        `  ${engine.name}: host loaded ${LAYER_COPY.features.toLocaleString("en-US")} points through applyEdits in ` +
+          `${seconds(loadMs)} and shared the service`,
+      );
+
+      const pair = { guest: guestServer, host: hostServer };
+      const cpu = (run: LayerCopyRun) =>
+        run.guestCpuMs === undefined || run.hostCpuMs === undefined
+          ? ""
+          : `; CPU guest ${(run.guestCpuMs / 1000).toFixed(1)} s, host ${(run.hostCpuMs / 1000).toFixed(1)} s`;
+      const first = await timedCopySync(guest, linked, "first layer copy", pair);
+      if (first.added !== LAYER_COPY.features) {
+        throw new Error(`first layer copy: ${first.added} features added, not ${LAYER_COPY.features}`);
+      }
+      say(
+        `  ${engine.name}: first sync copied ${first.added.toLocaleString("en-US")} features in ${seconds(first.ms)} ` +
+          `(${rate((first.added * 1000) / first.ms)} features/s${cpu(first)})`,
+      );
+      const copy = await copyLayerOf(guest, linked.guestGroup, name);
+      if ((await count(guest, copy, "1=1")) !== LAYER_COPY.features) {
+        throw new Error("the guest's copy does not hold every feature of the host's layer");
+      }
+
+      // Every hundredth feature gets a new revision: 1,000 updates spread over the layer.
+      const step = Math.floor(LAYER_COPY.features / LAYER_COPY.edits);
+      const updates = Array.from({ length: LAYER_COPY.edits }, (_, k) => {
+        const i = k * step;
+        return { ...feature(i, 1), attributes: { ...feature(i, 1).attributes, OBJECTID: i + 1 } };
+      });
+      await host.post(
+        `${origin.layer}/applyEdits`,
+        { updates, rollbackOnFailure: true },
+        "applyEdits updates",
+      );
+      const delta = await timedCopySync(guest, linked, "delta sync", pair);
+      if (delta.updated !== LAYER_COPY.edits || delta.added !== 0) {
+        throw new Error(
+          `delta sync: ${delta.updated} updated and ${delta.added} added, not ${LAYER_COPY.edits} updated`,
+        );
+      }
+      say(
+        `  ${engine.name}: delta sync of ${LAYER_COPY.edits.toLocaleString("en-US")} updated features ${seconds(delta.ms)}${cpu(delta)}`,
+      );
+      // The copy holds the updates: a sample of the updated features read back at revision 1.
+      const sample = updates.filter((_, k) => k % 100 === 0).map((u) => u.attributes.OBJECTID);
+      const read = await guest.get(
+        `${copy}/query`,
+        { objectIds: sample.join(","), outFields: "OBJECTID,pop" },
+        "query the copy",
+      );
+      const stale = (read.features as { attributes: { OBJECTID: number; pop: number } }[]).filter(
+        (f) => f.attributes.pop !== (f.attributes.OBJECTID - 1) * 3 + 1,
+      );
+      if (read.features.length !== sample.length || stale.length > 0) {
+        throw new Error(
+          `the guest's copy does not hold the host's updates (${stale.length} stale of ${sample.length})`,
+        );
+      }
+      return { engine, loadMs, first, delta };
+    },
+  );
 }

@@ -322,6 +322,44 @@ async function checkCopies(guest: Admin, groupId: string, changed: readonly numb
   }
 }
 
+/** Two portals on fresh stores of `engine`, the guest invited by the host (`collaborate`). */
+export interface LinkedPortals {
+  host: Admin;
+  guest: Admin;
+  linked: Linked;
+  hostServer: ServerProcess;
+  guestServer: ServerProcess;
+}
+
+/**
+ * Runs `work` on two linked portals, each started by `start` on a fresh store of `engine`; stops
+ * them and removes their stores afterwards, whatever `work` did. `what` names the case in errors.
+ */
+export async function withLinkedPortals<T>(
+  engine: Engine,
+  start: (store: Store) => Promise<ServerProcess>,
+  what: string,
+  work: (portals: LinkedPortals) => Promise<T>,
+): Promise<T> {
+  const stores: Store[] = [];
+  const servers: ServerProcess[] = [];
+  try {
+    for (let i = 0; i < 2; i++) {
+      const store = await createStore(engine);
+      stores.push(store);
+      servers.push(await start(store));
+    }
+    const [hostServer, guestServer] = servers as [ServerProcess, ServerProcess];
+    const [host, guest] = await Promise.all(servers.map((s) => Admin.of(s)));
+    if (!host || !guest) throw new Error(`the ${what} case needs two portals`);
+    const linked = await collaborate(host, guest);
+    return await work({ host, guest, linked, hostServer, guestServer });
+  } finally {
+    for (const server of servers.reverse()) await server.stop();
+    for (const store of stores) await store.destroy();
+  }
+}
+
 /**
  * Runs the case on fresh stores of `engine`; `start` starts one portal on a store (the portals
  * must be allowed to call each other on loopback). `say` reports progress.
@@ -331,63 +369,53 @@ export async function measureSync(
   start: (store: Store) => Promise<ServerProcess>,
   say: (line: string) => void,
 ): Promise<SyncFigures> {
-  const stores: Store[] = [];
-  const servers: ServerProcess[] = [];
-  try {
-    for (let i = 0; i < 2; i++) {
-      const store = await createStore(engine);
-      stores.push(store);
-      servers.push(await start(store));
-    }
-    const [host, guest] = await Promise.all(servers.map((s) => Admin.of(s)));
-    if (!host || !guest) throw new Error("the sync case needs two portals");
-    const linked = await collaborate(host, guest);
-
-    const seeding = performance.now();
-    const ids = await seedHost(host, linked.hostGroup);
-    const seedMs = performance.now() - seeding;
-    say(
-      `  ${engine.name}: host added and shared ${SYNC.items.toLocaleString("en-US")} items ` +
-        `(${(geojson(0, 0).length / 1024).toFixed(1)} KB of data each) in ${(seedMs / 1000).toFixed(1)} s ` +
-        `(${Math.round((SYNC.items * 1000) / seedMs)} items/s through the API)`,
-    );
-
-    const [hostServer, guestServer] = servers as [ServerProcess, ServerProcess];
-    const pair = { guest: guestServer, host: hostServer };
-    const first = await timedSync(guest, linked, SYNC.items, "first sync", pair);
-    say(
-      `  ${engine.name}: first sync ${seconds(first.ms)} (${rate((first.succeeded * 1000) / first.ms)} items/s; ${syncCpu(first)})`,
-    );
-
-    // Spread over the offer, not only its first few items.
-    const changedItems = Array.from({ length: SYNC.changed }, (_, k) =>
-      Math.floor(((k + 0.5) * SYNC.items) / SYNC.changed),
-    );
-    for (const i of changedItems) {
-      await host.post(
-        itemPath(ids[i] as string, "update"),
-        { title: `Bench sync item ${i} (changed)`, text: geojson(i, 1) },
-        "update",
+  return withLinkedPortals(
+    engine,
+    start,
+    "sync",
+    async ({ host, guest, linked, hostServer, guestServer }) => {
+      const seeding = performance.now();
+      const ids = await seedHost(host, linked.hostGroup);
+      const seedMs = performance.now() - seeding;
+      say(
+        `  ${engine.name}: host added and shared ${SYNC.items.toLocaleString("en-US")} items ` +
+          `(${(geojson(0, 0).length / 1024).toFixed(1)} KB of data each) in ${(seedMs / 1000).toFixed(1)} s ` +
+          `(${Math.round((SYNC.items * 1000) / seedMs)} items/s through the API)`,
       );
-    }
-    const changed = await timedSync(guest, linked, SYNC.changed, "sync after changes", pair);
-    say(
-      `  ${engine.name}: sync of ${SYNC.changed} changed items ${seconds(changed.ms)} (${syncCpu(changed)})`,
-    );
 
-    const unchanged = await timedSync(guest, linked, 0, "sync with nothing changed", pair);
-    say(`  ${engine.name}: sync with nothing changed ${seconds(unchanged.ms)} (${syncCpu(unchanged)})`);
-    await checkCopies(guest, linked.guestGroup, changedItems);
+      const pair = { guest: guestServer, host: hostServer };
+      const first = await timedSync(guest, linked, SYNC.items, "first sync", pair);
+      say(
+        `  ${engine.name}: first sync ${seconds(first.ms)} (${rate((first.succeeded * 1000) / first.ms)} items/s; ${syncCpu(first)})`,
+      );
 
-    for (const [i, server] of servers.entries()) {
-      const lines = server.output();
-      if (lines.length === 0) continue;
-      say(`  ${i === 0 ? "host" : "guest"} ${server.name} logged (last lines):`);
-      for (const line of lines.slice(-5)) say(`    ${line.slice(0, 300)}`);
-    }
-    return { engine, seedMs, first, changed, unchanged };
-  } finally {
-    for (const server of servers.reverse()) await server.stop();
-    for (const store of stores) await store.destroy();
-  }
+      // Spread over the offer, not only its first few items.
+      const changedItems = Array.from({ length: SYNC.changed }, (_, k) =>
+        Math.floor(((k + 0.5) * SYNC.items) / SYNC.changed),
+      );
+      for (const i of changedItems) {
+        await host.post(
+          itemPath(ids[i] as string, "update"),
+          { title: `Bench sync item ${i} (changed)`, text: geojson(i, 1) },
+          "update",
+        );
+      }
+      const changed = await timedSync(guest, linked, SYNC.changed, "sync after changes", pair);
+      say(
+        `  ${engine.name}: sync of ${SYNC.changed} changed items ${seconds(changed.ms)} (${syncCpu(changed)})`,
+      );
+
+      const unchanged = await timedSync(guest, linked, 0, "sync with nothing changed", pair);
+      say(`  ${engine.name}: sync with nothing changed ${seconds(unchanged.ms)} (${syncCpu(unchanged)})`);
+      await checkCopies(guest, linked.guestGroup, changedItems);
+
+      for (const [i, server] of [hostServer, guestServer].entries()) {
+        const lines = server.output();
+        if (lines.length === 0) continue;
+        say(`  ${i === 0 ? "host" : "guest"} ${server.name} logged (last lines):`);
+        for (const line of lines.slice(-5)) say(`    ${line.slice(0, 300)}`);
+      }
+      return { engine, seedMs, first, changed, unchanged };
+    },
+  );
 }
