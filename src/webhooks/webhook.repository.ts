@@ -363,12 +363,16 @@ export async function requeueNotifications(
   return Number(r.numUpdatedRows);
 }
 
-/** What a claim may take: `max` in all, and per webhook `perWebhook` less what it has `inFlight`. */
+/**
+ * What a claim may take: `max` in all, and per webhook its `depth` (`perWebhook` for webhooks it
+ * does not list) less what it has `inFlight` (in flight or held).
+ */
 export interface ClaimLimits {
   now: number;
   leaseMs: number;
   max: number;
   perWebhook: number;
+  depth: ReadonlyMap<string, number>;
   inFlight: ReadonlyMap<string, number>;
 }
 
@@ -383,7 +387,8 @@ export interface ClaimLimits {
 export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits): Promise<Claimed[]> {
   if (engine === "postgres") return claimDuePostgres(q, claim);
   const { now } = claim;
-  const room = (webhookId: string) => claim.perWebhook - (claim.inFlight.get(webhookId) ?? 0);
+  const room = (webhookId: string) =>
+    (claim.depth.get(webhookId) ?? claim.perWebhook) - (claim.inFlight.get(webhookId) ?? 0);
   const webhooks = await q.selectFrom("webhooks").selectAll().execute();
   const byId = new Map(webhooks.map((w) => [w.id, w]));
   const inactive = webhooks.filter((w) => w.is_active !== 1);
@@ -461,6 +466,7 @@ export async function noDurableCommit(q: Queryable, engine: Engine): Promise<voi
 async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claimed[]> {
   const { now } = claim;
   const busy = JSON.stringify(Object.fromEntries(claim.inFlight));
+  const depth = JSON.stringify(Object.fromEntries(claim.depth));
   const { rows } = await sql<NotificationRow & { webhook: WebhookRow }>`
     WITH candidates AS (
       SELECT n.id, n.webhook_id, n.next_attempt FROM notifications n
@@ -475,7 +481,8 @@ async function claimDuePostgres(q: Queryable, claim: ClaimLimits): Promise<Claim
     ), roomy AS (
       SELECT id, row_number() OVER (ORDER BY next_attempt, id) AS nth
       FROM ranked
-      WHERE nth <= ${claim.perWebhook} - COALESCE((${busy}::jsonb ->> webhook_id)::int, 0)
+      WHERE nth <= COALESCE((${depth}::jsonb ->> webhook_id)::int, ${claim.perWebhook})
+        - COALESCE((${busy}::jsonb ->> webhook_id)::int, 0)
     ), chosen AS MATERIALIZED (
       SELECT n.id FROM roomy JOIN notifications AS n ON n.id = roomy.id
       WHERE roomy.nth <= ${claim.max} AND n.status = 'pending' AND n.lease_until <= ${now}

@@ -27,6 +27,7 @@ afterAll(async () => {
 afterEach(async () => {
   receiver.respond = () => ({ status: 200, body: "ok" });
   receiver.received.length = 0;
+  receiver.arrived.length = 0;
   // Each test starts with no webhooks, so no other test's subscription delivers into it.
   const list = await portal.get(hooks, { num: 100 }, portal.adminToken);
   for (const w of list.webhooks ?? []) await portal.post(`${hooks}/${w.id}/delete`, {}, portal.adminToken);
@@ -512,6 +513,60 @@ describe("webhook delivery", () => {
     expect([...sent].sort()).toEqual([...ids].sort());
     const s = await status(w.id);
     for (const n of s.WebhookStatus) expect(n.attempts.length).toBe(1);
+  }, 60_000);
+
+  it("holds up to three loads of a fast receiver's slots, with never more than 16 attempts in flight", async () => {
+    const w = await createWebhook();
+    for (let i = 0; i < 16; i++) await addItem(`Pace ${i}`);
+    await waitUntil(async () => {
+      const s = await status(w.id);
+      return s.total === 16 && s.WebhookStatus.every((n: any) => n.status === "delivered");
+    }, 15_000);
+    // The receiver's pace is now known, and fast. The next sixteen attempts hang while a burst is
+    // dispatched: what the node leases meanwhile is those sixteen and what it holds for them.
+    let hanging = 0;
+    receiver.respond = (r) =>
+      payloadOf(r).events.length > 0 && hanging++ < 16 ? { status: 200, delayMs: 4000 } : { status: 200 };
+    const leased = async () => {
+      const row = await portal.portico.db.kysely
+        .selectFrom("notifications")
+        .select((eb) => eb.fn.countAll<number>().as("n"))
+        .where("webhook_id", "=", w.id)
+        .where("status", "=", "pending")
+        .where("lease_until", ">", Date.now())
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    };
+    // Arrived and not answered yet (the sixteen of the pace were answered).
+    const inFlight = () =>
+      receiver.arrived.filter((r) => payloadOf(r).events.length > 0).length - receiver.deliveries().length;
+    let mostLeased = 0;
+    let mostInFlight = 0;
+    let adding = true;
+    // Watched while the burst is added and until the first hanging attempt is answered: till then
+    // nothing of this webhook is unrecorded, so every lease is an attempt in flight or a held one.
+    const watching = (async () => {
+      while (receiver.deliveries().length === 16 && (adding || mostLeased < 64)) {
+        mostLeased = Math.max(mostLeased, await leased());
+        mostInFlight = Math.max(mostInFlight, inFlight());
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+    for (let i = 0; i < 80; i += 8) {
+      await Promise.all(Array.from({ length: 8 }, (_, j) => addItem(`Burst ${i + j}`)));
+    }
+    adding = false;
+    await watching;
+    // One load held (the depth of a webhook whose pace is unknown) would lease 32 at most.
+    expect(mostLeased).toBeGreaterThan(32);
+    expect(mostLeased).toBeLessThanOrEqual(64);
+    expect(mostInFlight).toBeLessThanOrEqual(16);
+    await receiver.waitFor(() => receiver.deliveries().length >= 96, 30_000);
+    await waitUntil(async () => {
+      const s = await status(w.id);
+      return s.total === 96 && s.WebhookStatus.every((n: any) => n.status === "delivered");
+    }, 15_000);
+    expect(receiver.deliveries()).toHaveLength(96);
   }, 60_000);
 
   it("keeps delivering to a healthy receiver while another one hangs", async () => {
