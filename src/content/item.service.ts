@@ -561,44 +561,14 @@ export class ItemService {
     rows: readonly R[],
     sharesOf: (row: R) => readonly string[],
   ): Promise<Record<string, unknown>[]> {
-    return Promise.all(rows.map((r) => this.itemJson(r, sharesOf(r))));
+    // The organization once for the page, not once per row.
+    const org = await this.portal.get();
+    return rows.map((r) => itemResource(r, sharesOf(r), org.id));
   }
 
   /** The ArcGIS item resource. */
   async itemJson(row: ItemRow, sharedGroups: readonly string[]): Promise<Record<string, unknown>> {
-    const org = await this.portal.get();
-    return {
-      id: row.id,
-      owner: row.owner,
-      orgId: org.id,
-      created: row.created,
-      modified: row.modified,
-      guid: null,
-      name: null,
-      title: row.title,
-      type: row.type,
-      typeKeywords: JSON.parse(row.type_keywords) as string[],
-      description: row.description,
-      tags: JSON.parse(row.tags) as string[],
-      snippet: row.snippet,
-      thumbnail: row.thumbnail,
-      extent: extentJson(row),
-      categories: JSON.parse(row.categories) as string[],
-      spatialReference: null,
-      accessInformation: null,
-      licenseInfo: null,
-      culture: null,
-      properties: row.properties ? (JSON.parse(row.properties) as unknown) : null,
-      url: row.url,
-      proxyFilter: null,
-      access: row.access,
-      size: row.size,
-      protected: row.protected === 1,
-      ownerFolder: row.folder_id,
-      numComments: 0,
-      numViews: 0,
-      groupIds: sharedGroups,
-    };
+    return itemResource(row, sharedGroups, (await this.portal.get()).id);
   }
 
   /**
@@ -709,4 +679,40 @@ export class ItemService {
 
 function folderJson(row: FolderRow, username: string) {
   return { username, id: row.id, title: row.title, created: row.created };
+}
+
+/** The ArcGIS item resource of `row` in the organization `orgId`. */
+function itemResource(row: ItemRow, sharedGroups: readonly string[], orgId: string): Record<string, unknown> {
+  return {
+    id: row.id,
+    owner: row.owner,
+    orgId,
+    created: row.created,
+    modified: row.modified,
+    guid: null,
+    name: null,
+    title: row.title,
+    type: row.type,
+    typeKeywords: JSON.parse(row.type_keywords) as string[],
+    description: row.description,
+    tags: JSON.parse(row.tags) as string[],
+    snippet: row.snippet,
+    thumbnail: row.thumbnail,
+    extent: extentJson(row),
+    categories: JSON.parse(row.categories) as string[],
+    spatialReference: null,
+    accessInformation: null,
+    licenseInfo: null,
+    culture: null,
+    properties: row.properties ? (JSON.parse(row.properties) as unknown) : null,
+    url: row.url,
+    proxyFilter: null,
+    access: row.access,
+    size: row.size,
+    protected: row.protected === 1,
+    ownerFolder: row.folder_id,
+    numComments: 0,
+    numViews: 0,
+    groupIds: sharedGroups,
+  };
 }

@@ -73,6 +73,29 @@ describe("SQLite transactions", () => {
     expect(seen).toEqual(["first"]);
   });
 
+  it("reads statements together as Kysely reads each, and still runs Kysely's own after them", async () => {
+    await db.transaction(async (trx) => {
+      await trx
+        .insertInto("roles")
+        .values([role("r1"), { ...role("r2"), description: "two" }])
+        .execute();
+    });
+    const byId = db.kysely.selectFrom("roles").selectAll().where("id", "=", "r2").compile();
+    const count = sql<{ n: number }>`select count(*) as n, 'a' as same, 'b' as same from roles`.compile(
+      db.kysely,
+    );
+    const none = db.kysely.selectFrom("roles").select("id").where("id", "=", "nobody").compile();
+    const together = await db.readTogether([byId, count, none]);
+    expect(together).toEqual([
+      (await db.kysely.executeQuery(byId)).rows,
+      (await db.kysely.executeQuery(count)).rows,
+      [],
+    ]);
+    expect(together[1]).toEqual([{ n: 2, same: "b" }]);
+    // The statement the cache shares with Kysely answers objects again afterwards.
+    expect((await db.kysely.executeQuery(byId)).rows).toEqual([{ ...role("r2"), description: "two" }]);
+  });
+
   it("refuses a second process on the same data directory", async () => {
     await expect(openDatabase({ dataDir: dir })).rejects.toThrow(/another portico process is using/);
   });

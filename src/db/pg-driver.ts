@@ -274,7 +274,55 @@ function literal(value: unknown): string | undefined {
  * comments), where a `$n` could stand inside quotes.
  */
 export function inline(sql: string, parameters: readonly unknown[]): string | undefined {
-  if (sql.includes("\0")) return undefined;
+  const template = inlineTemplate(sql);
+  if (template === null) return undefined;
+  const { texts, indexes } = template;
+  let out = texts[0] as string;
+  for (let i = 0; i < indexes.length; i++) {
+    const index = indexes[i] as number;
+    if (index >= parameters.length) return undefined;
+    const text = literal(parameters[index]);
+    if (text === undefined) return undefined;
+    // A space on each side, so that `x=$1` cannot become `x='...'` glued to an operator.
+    out += ` ${text} ${texts[i + 1] as string}`;
+  }
+  return out;
+}
+
+/**
+ * A statement's text cut at its parameters: `texts` around them (one more than `indexes`), and
+ * the parameter (from 0) each `$n` stands for; null when the text cannot be inlined.
+ */
+interface InlineTemplate {
+  texts: readonly string[];
+  indexes: readonly number[];
+}
+
+/**
+ * Templates by text. The statements of one shape repeat (a search's page, an event's insert), and
+ * scanning a text character by character cost more than writing its values in; past this many
+ * texts, or for a text longer than `INLINE_CACHE_CHARS`, nothing is kept.
+ */
+const inlineTemplates = new Map<string, InlineTemplate | null>();
+const INLINE_CACHE_LIMIT = 500;
+const INLINE_CACHE_CHARS = 16_384;
+
+function inlineTemplate(sql: string): InlineTemplate | null {
+  let template = inlineTemplates.get(sql);
+  if (template === undefined) {
+    template = scanTemplate(sql);
+    if (sql.length <= INLINE_CACHE_CHARS) {
+      if (inlineTemplates.size >= INLINE_CACHE_LIMIT) inlineTemplates.clear();
+      inlineTemplates.set(sql, template);
+    }
+  }
+  return template;
+}
+
+function scanTemplate(sql: string): InlineTemplate | null {
+  if (sql.includes("\0")) return null;
+  const texts: string[] = [];
+  const indexes: number[] = [];
   let out = "";
   let i = 0;
   while (i < sql.length) {
@@ -282,10 +330,10 @@ export function inline(sql: string, parameters: readonly unknown[]): string | un
     if (c === "'" || c === '"') {
       // An E'...' string may escape its quote with a backslash: not followed here.
       if (c === "'" && i > 0 && /[eE]/.test(sql[i - 1] as string) && !/[A-Za-z0-9_]/.test(sql[i - 2] ?? " "))
-        return undefined;
+        return null;
       let j = i + 1;
       for (;;) {
-        if (j >= sql.length) return undefined;
+        if (j >= sql.length) return null;
         if (sql[j] === c) {
           if (sql[j + 1] === c) {
             j += 2;
@@ -299,23 +347,23 @@ export function inline(sql: string, parameters: readonly unknown[]): string | un
       i = j + 1;
       continue;
     }
-    if ((c === "-" && sql[i + 1] === "-") || (c === "/" && sql[i + 1] === "*")) return undefined;
+    if ((c === "-" && sql[i + 1] === "-") || (c === "/" && sql[i + 1] === "*")) return null;
     if (c === "$") {
       // `a$1` is an identifier, not a parameter: refused rather than guessed.
-      if (i > 0 && /[A-Za-z0-9_]/.test(sql[i - 1] as string)) return undefined;
+      if (i > 0 && /[A-Za-z0-9_]/.test(sql[i - 1] as string)) return null;
       const match = /^\$(\d+)(?![A-Za-z0-9_$])/.exec(sql.slice(i, i + 12));
-      if (!match) return undefined;
+      if (!match) return null;
       const index = Number(match[1]) - 1;
-      if (index < 0 || index >= parameters.length) return undefined;
-      const text = literal(parameters[index]);
-      if (text === undefined) return undefined;
-      // A space on each side, so that `x=$1` cannot become `x='...'` glued to an operator.
-      out += ` ${text} `;
+      if (index < 0) return null;
+      texts.push(out);
+      indexes.push(index);
+      out = "";
       i += match[0].length;
       continue;
     }
     out += c;
     i++;
   }
-  return out;
+  texts.push(out);
+  return { texts, indexes };
 }

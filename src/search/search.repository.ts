@@ -508,13 +508,13 @@ function sharedGroupIds(ctx: SearchContext) {
 
 /** The items of a statement of `findItems`. */
 export function pageOf(rows: readonly unknown[]): SearchedItem[] {
-  return (rows as (ItemRow & { shared_group_ids: string | string[] })[]).map((row) => ({
-    ...row,
-    shared_group_ids:
-      typeof row.shared_group_ids === "string"
-        ? (JSON.parse(row.shared_group_ids) as string[])
-        : row.shared_group_ids,
-  }));
+  // The rows are the driver's fresh objects: read in place rather than copied (27 columns each).
+  const page = rows as (ItemRow & { shared_group_ids: string | string[] })[];
+  for (const row of page) {
+    if (typeof row.shared_group_ids === "string")
+      row.shared_group_ids = JSON.parse(row.shared_group_ids) as string[];
+  }
+  return page as SearchedItem[];
 }
 
 /**

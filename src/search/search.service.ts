@@ -9,16 +9,14 @@ import { type GroupService, groupJson } from "../groups/group.service.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { userJson } from "../users/user.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
+import { ItemStatements } from "./item-statements.js";
 import { GROUP_FIELDS, ITEM_FIELDS, parseFilter, parseQuery, type QueryNode, USER_FIELDS } from "./query.js";
 import {
   type CountField,
   countFrom,
   countGroups,
-  countItems,
-  countItemValues,
   countUsers,
   findGroups,
-  findItems,
   findUsers,
   type GroupSortColumn,
   type ItemCriteria,
@@ -100,6 +98,8 @@ export class SearchService {
    * part of the key. Pages are always read fresh.
    */
   private readonly totals: FeedCache<string, number>;
+  /** The statements of item searches, compiled once per shape. */
+  private readonly itemStatements: ItemStatements;
 
   constructor(
     private readonly db: Db,
@@ -111,6 +111,7 @@ export class SearchService {
     private readonly timeoutMs: number,
   ) {
     this.totals = new FeedCache(db.feed, ["events", "org"]);
+    this.itemStatements = new ItemStatements(db.kysely);
   }
 
   /**
@@ -143,15 +144,15 @@ export class SearchService {
     const cachedTotal = this.totals.peek(totalKey);
     const since = this.totals.mark();
     const { total, rows, counts } = await this.boundedReads(async (ctx) => {
-      const q = this.db.kysely;
-      const words = await lookUpWords(q, node, ctx);
+      const words = await lookUpWords(this.db.kysely, node, ctx);
+      const statements = this.itemStatements;
       // One search's statements go together: on PostgreSQL one message, one round trip.
       const answers = await this.db.readTogether(
         [
-          ...(cachedTotal === undefined ? [countItems(q, criteria, org.id, viewer, words)] : []),
-          findItems(q, criteria, org.id, viewer, sort, page, words),
+          ...(cachedTotal === undefined ? [statements.count(criteria, org.id, viewer, words)] : []),
+          statements.page(criteria, org.id, viewer, sort, page, words),
           ...countFields.map((field) =>
-            countItemValues(q, criteria, org.id, viewer, field, countSize, words),
+            statements.countValues(criteria, org.id, viewer, field, countSize, words),
           ),
         ],
         this.settings(hasWords(node)),
