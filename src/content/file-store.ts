@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { Readable } from "node:stream";
-import type { Queryable } from "../db/database.js";
+import { later, type Queryable } from "../db/database.js";
 import { newId } from "../ids.js";
 
 /**
@@ -224,28 +224,32 @@ export interface NewFile {
 const CHUNK_STATEMENT_BYTES = 8 * FILE_CHUNK_BYTES;
 
 /**
- * Stores files of items that have none of their kind yet (new items), as `writeFile` stores each,
- * in `trx`: one statement for their rows and one per few MB of their chunks, rather than a few per
- * file.
+ * Stores files of items that have none of their kind yet (new items, or items whose files
+ * `deleteFilesOf` just removed), as `writeFile` stores each, in `trx`: one statement for their
+ * rows (whose answer is not read: on PostgreSQL it travels with the next statement, `later`) and
+ * one per few MB of their chunks, rather than a few per file.
  */
 export async function writeNewFiles(trx: Queryable, files: readonly NewFile[]): Promise<void> {
   if (files.length === 0) return;
   const ids = files.map(() => newId());
-  await trx
-    .insertInto("item_files")
-    .values(
-      files.map((f, i) => ({
-        item_id: f.itemId,
-        kind: f.kind,
-        name: f.name,
-        content_type: f.contentType,
-        file_id: ids[i] as string,
-        size: f.data.length,
-        created: null,
-        access: null,
-      })),
-    )
-    .execute();
+  await later(
+    trx,
+    trx
+      .insertInto("item_files")
+      .values(
+        files.map((f, i) => ({
+          item_id: f.itemId,
+          kind: f.kind,
+          name: f.name,
+          content_type: f.contentType,
+          file_id: ids[i] as string,
+          size: f.data.length,
+          created: null,
+          access: null,
+        })),
+      )
+      .compile(),
+  );
   let rows: { file_id: string; seq: number; data: Buffer }[] = [];
   let bytes = 0;
   const flush = async () => {
@@ -262,6 +266,21 @@ export async function writeNewFiles(trx: Queryable, files: readonly NewFile[]): 
     }
   }
   await flush();
+}
+
+/**
+ * Deletes every file of these items, as `deleteFile` without a kind deletes one item's, in one
+ * statement whose answer is not read (on PostgreSQL it travels with the next statement, `later`).
+ */
+export async function deleteFilesOf(trx: Queryable, itemIds: readonly string[]): Promise<void> {
+  if (itemIds.length === 0) return;
+  await later(
+    trx,
+    trx
+      .deleteFrom("item_files")
+      .where("item_id", "in", [...itemIds])
+      .compile(),
+  );
 }
 
 /** Deletes an item's file of one kind, or all its files; the chunks go with their rows. */
