@@ -314,7 +314,7 @@ describe("sync between a host and a guest", () => {
     const renamed = (i: number, version: number, title: string | null) => ({
       ...pkg(i, title),
       version,
-      tags: [`v${version}`],
+      tags: [`rev${version}`],
       data: {
         name: "d2.geojson",
         contentType: "application/json",
@@ -340,7 +340,7 @@ describe("sync between a host and a guest", () => {
       const results = await applyItems(
         guest.portico.db,
         target,
-        packages.map((_, i) => renamed(i, version, i === failing ? null : `v${version} ${i}`)),
+        packages.map((_, i) => renamed(i, version, i === failing ? null : `rev${version} ${i}`)),
       );
       expect(results.map((r) => r.id)).toEqual(packages.map((p) => p.id));
       const stored = results.filter((r) => r.ok);
@@ -351,18 +351,18 @@ describe("sync between a host and a guest", () => {
       for (const row of now) {
         const i = packages.findIndex((p) => p.id === row.origin_item_id);
         const v = i === failing ? version - 1 : version;
-        expect(row.title).toBe(`v${v} ${i}`);
+        expect(row.title).toBe(`rev${v} ${i}`);
         expect(Number(row.origin_version)).toBe(v);
         expect(await itemData(guest, row.id)).toBe(`{"v":${v}}`);
       }
       // Found by their new words and tags, no longer by the old ones.
       const titled = (v: number) =>
         packages
-          .flatMap((_, i) => ((i === failing ? version - 1 : version) === v ? [`v${v} ${i}`] : []))
+          .flatMap((_, i) => ((i === failing ? version - 1 : version) === v ? [`rev${v} ${i}`] : []))
           .sort();
-      expect(await search(`tags:v${version}`)).toEqual(titled(version));
-      expect(await search(`title:"v${version}"`)).toEqual(titled(version));
-      expect(await search(`tags:v${version - 1}`)).toEqual(titled(version - 1));
+      expect(await search(`tags:rev${version}`)).toEqual(titled(version));
+      expect(await search(`title:"rev${version}"`)).toEqual(titled(version));
+      expect(await search(`tags:rev${version - 1}`)).toEqual(titled(version - 1));
       const events = await outbox(guest);
       for (const row of now.filter((r) => Number(r.origin_version) === version))
         expect(
