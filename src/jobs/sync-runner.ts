@@ -195,17 +195,20 @@ export class SyncRunner implements SyncStarter {
         {},
       );
       const still = await applyHostState(this.db, selfId, collaborationId, state);
-      const host = await this.hostOf(collaborationId).catch(() => undefined);
-      const workspace = still ? await findWorkspaceById(this.db.kysely, workspaceId) : undefined;
+      // Side by side: on PostgreSQL each read is a round trip of its own.
+      const [host, workspace, link, allModes] = await Promise.all([
+        this.hostOf(collaborationId).catch(() => undefined),
+        still ? findWorkspaceById(this.db.kysely, workspaceId) : undefined,
+        findLink(this.db.kysely, workspaceId),
+        modesOf(this.db.kysely, [workspaceId]),
+      ]);
       if (!workspace || !host)
         throw new JobFailed("the workspace was deleted by the host; replication through it has ended");
-      const link = await findLink(this.db.kysely, workspaceId);
       if (!link)
         throw new JobFailed(
           "no group is linked to this workspace on this portal; link one with updatePortalGroupLink",
         );
-      const modes =
-        (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId) ?? new Map<string, AccessMode>();
+      const modes = allModes.get(workspaceId) ?? new Map<string, AccessMode>();
       const config = workspaceConfig(workspace);
       const budget = { bytes: config.maxReplicationPackageSizeInMB * MB };
       await this.setJob(jobId, { status: "in_progress", summary: "Moving items." });
