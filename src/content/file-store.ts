@@ -226,30 +226,26 @@ const CHUNK_STATEMENT_BYTES = 8 * FILE_CHUNK_BYTES;
 /**
  * Stores files of items that have none of their kind yet (new items, or items whose files
  * `deleteFilesOf` just removed), as `writeFile` stores each, in `trx`: one statement for their
- * rows (whose answer is not read: on PostgreSQL it travels with the next statement, `later`) and
- * one per few MB of their chunks, rather than a few per file.
+ * rows and one per few MB of their chunks, rather than a few per file.
  */
 export async function writeNewFiles(trx: Queryable, files: readonly NewFile[]): Promise<void> {
   if (files.length === 0) return;
   const ids = files.map(() => newId());
-  await later(
-    trx,
-    trx
-      .insertInto("item_files")
-      .values(
-        files.map((f, i) => ({
-          item_id: f.itemId,
-          kind: f.kind,
-          name: f.name,
-          content_type: f.contentType,
-          file_id: ids[i] as string,
-          size: f.data.length,
-          created: null,
-          access: null,
-        })),
-      )
-      .compile(),
-  );
+  await trx
+    .insertInto("item_files")
+    .values(
+      files.map((f, i) => ({
+        item_id: f.itemId,
+        kind: f.kind,
+        name: f.name,
+        content_type: f.contentType,
+        file_id: ids[i] as string,
+        size: f.data.length,
+        created: null,
+        access: null,
+      })),
+    )
+    .execute();
   let rows: { file_id: string; seq: number; data: Buffer }[] = [];
   let bytes = 0;
   const flush = async () => {

@@ -83,28 +83,23 @@ const WORD_COLUMNS = ["title", "description", "snippet", "tags"] as const;
 /**
  * New items, each with its tags, as `insertItem` stores one, in one statement per table rather
  * than a few per item: for stores of many items at once (a page of received collaboration items).
- * The statements' answers are not read: on PostgreSQL they travel with the transaction's next
- * statement (`later`), and a failure fails the transaction there.
  */
 export async function insertItems(
   q: Queryable,
   items: readonly { row: NewItem; tags: readonly string[] }[],
 ): Promise<void> {
   if (items.length === 0) return;
-  await later(
-    q,
-    q
-      .insertInto("items")
-      .values(
-        items.map(({ row }) => ({
-          ...row,
-          owner_key: row.owner.toLowerCase(),
-          title_key: row.title.toLowerCase(),
-          type_key: row.type.toLowerCase(),
-        })),
-      )
-      .compile(),
-  );
+  await q
+    .insertInto("items")
+    .values(
+      items.map(({ row }) => ({
+        ...row,
+        owner_key: row.owner.toLowerCase(),
+        title_key: row.title.toLowerCase(),
+        type_key: row.type.toLowerCase(),
+      })),
+    )
+    .execute();
   // The tag rows copy the item's search columns, as `replaceTags` reads them back; here they are
   // the values just inserted.
   await insertTagRows(
@@ -140,15 +135,17 @@ async function insertTagRows(
       owner_id: item.owner_id,
     })),
   );
-  if (rows.length > 0) await later(q, q.insertInto("item_tags").values(rows).compile());
+  if (rows.length > 0) await q.insertInto("item_tags").values(rows).execute();
 }
 
 /**
  * Changes several items, each by its own `patch`, and replaces their tags, as `updateItem` and
  * `replaceTags` change one: for stores of many items at once (a page of received collaboration
- * items). `item` is each row as read in this transaction. No answer is read: on PostgreSQL the
- * statements travel together with the transaction's next statement (`later`) instead of a few
- * round trips per item, and a failure fails the transaction there.
+ * items). `item` is each row as read in this transaction. The updates (one per item) and the
+ * delete of the old tags are not answered: on PostgreSQL they travel with the insert of the new
+ * tags (`later`) instead of a round trip each, and a failure fails the transaction there. The
+ * multi-row inserts go as statements of their own: written into the text as literals, their
+ * values would cost more to inline than the round trip saves.
  */
 export async function updateItems(
   q: Queryable,

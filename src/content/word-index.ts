@@ -1,5 +1,5 @@
 import { type Kysely, SqliteAdapter, sql } from "kysely";
-import { type Engine, later, type Queryable } from "../db/database.js";
+import type { Engine, Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { type FieldWords, fieldWords, ftsText, tsvectorLiteral } from "./words.js";
 
@@ -76,8 +76,7 @@ export async function writeItemWords(
 
 /**
  * Index rows of several items, as `writeItemWords` writes each: on PostgreSQL in one statement,
- * whose answer is not read (`later`: in a transaction it travels with the next statement), on
- * SQLite (whose statements cost no round trip) one item after the other.
+ * on SQLite (whose statements cost no round trip) one item after the other.
  */
 export async function writeItemsWords(
   q: Queryable | Kysely<Database>,
@@ -94,15 +93,12 @@ export async function writeItemsWords(
     (item) =>
       sql`(${item.id}, ${v(fieldWords([item.title]))}, ${v(fieldWords([item.description]))}, ${v(fieldWords([item.snippet]))}, ${v(fieldWords(parseTags(item.tags)))})`,
   );
-  await later(
-    q,
-    sql`
+  await sql`
     INSERT INTO item_words (item_id, title, description, snippet, tags)
     VALUES ${sql.join(rows)}
     ON CONFLICT (item_id) DO UPDATE SET title = excluded.title, description = excluded.description,
       snippet = excluded.snippet, tags = excluded.tags
-  `.compile(q),
-  );
+  `.execute(q);
 }
 
 /** Rewrites the index row of an item from what the `items` row holds now. */
