@@ -154,23 +154,23 @@ export function difference(entries: readonly OfferEntry[], held: Holdings) {
 /** Packages `ids` as they are now in the linked group. */
 export async function exportItems(q: Queryable, groupId: string, ids: readonly string[]): Promise<Export[]> {
   if (ids.length === 0) return [];
-  // Side by side: on PostgreSQL each read is a round trip of its own.
-  const [rows, sharedRows, copies] = await Promise.all([
-    q
-      .selectFrom("items")
-      .selectAll()
-      .where("id", "in", [...ids])
-      .execute(),
-    q
-      .selectFrom("item_shares")
-      .select("item_id")
-      .where("group_id", "=", groupId)
-      .where("item_id", "in", [...ids])
-      .execute(),
-    // A received copy is never sent on, even when asked for by id.
-    copiesAmong(q, ids),
-  ]);
-  const shared = new Set(sharedRows.map((r) => r.item_id));
+  const rows = await q
+    .selectFrom("items")
+    .selectAll()
+    .where("id", "in", [...ids])
+    .execute();
+  const shared = new Set(
+    (
+      await q
+        .selectFrom("item_shares")
+        .select("item_id")
+        .where("group_id", "=", groupId)
+        .where("item_id", "in", [...ids])
+        .execute()
+    ).map((r) => r.item_id),
+  );
+  // A received copy is never sent on, even when asked for by id.
+  const copies = await copiesAmong(q, ids);
   const byId = new Map(rows.map((r) => [r.id, r]));
   // The files of the whole page are read together (a few statements rather than two per file);
   // the answer holds them all anyway, base64 in JSON.
