@@ -44,8 +44,9 @@ import { findLink } from "./workspace.repository.js";
  * What replication does to a portal's own content, on whichever side runs it: listing what a
  * workspace's linked group offers, packaging items, and applying received items or their
  * withdrawal. The sync engine decides what to move; this module moves it. Each change commits with
- * its events, and one bad item never undoes the others: new copies of a page commit together, and
- * when that fails, and for every other change, one item per transaction.
+ * its events, and one bad item never undoes the others: the items received in a page (new copies
+ * and new versions) commit together, and when that fails, and for every other change, one item per
+ * transaction.
  */
 
 /** One entry of a sender's offer: an item shared to the linked group that is not itself a copy. */

@@ -48,10 +48,11 @@ export interface SyncRunnerOptions {
  *
  * A sync first asks the host for the collaboration's current state (access modes, workspaces,
  * delete policies; a guest the host removed learns it here), then moves items in each direction
- * the two access modes allow (`sync-transfer.ts`). Each item is stored in its own transaction on
- * the receiver. Nothing is staged in temporary files, so a sync that fails or whose process dies
- * leaves no files behind, and the next sync resumes from what was stored. A running job beats a
- * heartbeat; one whose heartbeat stops is failed by `sweepStale`, here or on another node.
+ * the two access modes allow (`sync-transfer.ts`). The receiver stores a page of items in one
+ * transaction (each item in one of its own when the page's fails). Nothing is staged in temporary
+ * files, so a sync that fails or whose process dies leaves no files behind, and the next sync
+ * resumes from what was stored. A running job beats a heartbeat; one whose heartbeat stops is
+ * failed by `sweepStale`, here or on another node.
  */
 export class SyncRunner implements SyncStarter {
   private readonly db: Db;
