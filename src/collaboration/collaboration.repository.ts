@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/database.js";
+import { later, type Queryable } from "../db/database.js";
 import type { AccessMode, CollaborationTable, InvitationTable, ParticipantTable } from "../db/schema.js";
 import type { Contact } from "./collaboration-types.js";
 
@@ -41,15 +41,18 @@ export async function updateCollaboration(
   patch: { name?: string | undefined; description?: string | undefined },
   now: number,
 ): Promise<void> {
-  await q
-    .updateTable("collaborations")
-    .set({
-      ...(patch.name !== undefined ? { name: patch.name } : {}),
-      ...(patch.description !== undefined ? { description: patch.description } : {}),
-      modified: now,
-    })
-    .where("id", "=", id)
-    .execute();
+  await later(
+    q,
+    q
+      .updateTable("collaborations")
+      .set({
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.description !== undefined ? { description: patch.description } : {}),
+        modified: now,
+      })
+      .where("id", "=", id)
+      .compile(),
+  );
 }
 
 /** Deletes the collaboration row; its participants, invitations and workspaces go with it (cascade). */
@@ -204,16 +207,19 @@ export async function acceptPoliciesFromHost(
   portalId: string,
   policy: { deleteContributed: boolean; deleteReceived: boolean },
 ): Promise<void> {
-  await q
-    .updateTable("collaboration_participants")
-    .set({
-      delete_contributed: policy.deleteContributed ? 1 : 0,
-      delete_received: policy.deleteReceived ? 1 : 0,
-      status: "active",
-    })
-    .where("collaboration_id", "=", collaborationId)
-    .where("portal_id", "=", portalId)
-    .execute();
+  await later(
+    q,
+    q
+      .updateTable("collaboration_participants")
+      .set({
+        delete_contributed: policy.deleteContributed ? 1 : 0,
+        delete_received: policy.deleteReceived ? 1 : 0,
+        status: "active",
+      })
+      .where("collaboration_id", "=", collaborationId)
+      .where("portal_id", "=", portalId)
+      .compile(),
+  );
 }
 
 export async function deleteParticipant(

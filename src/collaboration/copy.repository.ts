@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/database.js";
+import { later, type Queryable } from "../db/database.js";
 import type { CopyTable } from "../db/schema.js";
 
 /**
@@ -72,22 +72,45 @@ export async function saveNewCopies(
     .execute();
 }
 
-/** The copies, among these origin items of one participant in a workspace, already recorded. */
-export async function copiedAmong(
+/**
+ * New versions held by copies already recorded (`saveCopy` replacing, for several), each key's
+ * item unchanged. No answer is read: on PostgreSQL the updates travel with the transaction's next
+ * statement (`later`).
+ */
+export async function saveCopyVersions(
+  q: Queryable,
+  copies: readonly { key: CopyKey; version: number }[],
+): Promise<void> {
+  for (const { key, version } of copies) {
+    await later(
+      q,
+      q
+        .updateTable("collaboration_copies")
+        .set({ origin_version: version })
+        .where("workspace_id", "=", key.workspaceId)
+        .where("origin_portal_id", "=", key.originPortalId)
+        .where("origin_item_id", "=", key.originItemId)
+        .compile(),
+    );
+  }
+}
+
+/** The copies recorded among these origin items of one participant in a workspace: origin id -> item id here. */
+export async function copiesOf(
   q: Queryable,
   workspaceId: string,
   originPortalId: string,
   originItemIds: readonly string[],
-): Promise<Set<string>> {
-  if (originItemIds.length === 0) return new Set();
+): Promise<Map<string, string>> {
+  if (originItemIds.length === 0) return new Map();
   const rows = await q
     .selectFrom("collaboration_copies")
-    .select("origin_item_id")
+    .select(["origin_item_id", "item_id"])
     .where("workspace_id", "=", workspaceId)
     .where("origin_portal_id", "=", originPortalId)
     .where("origin_item_id", "in", [...originItemIds])
     .execute();
-  return new Set(rows.map((r) => r.origin_item_id));
+  return new Map(rows.map((r) => [r.origin_item_id, r.item_id]));
 }
 
 export async function markWithdrawn(q: Queryable, key: CopyKey): Promise<void> {

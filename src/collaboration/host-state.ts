@@ -73,7 +73,7 @@ export async function applyHostState(
     const local = await workspaceIdsOf(trx, collaborationId);
     const listed = new Set(state.workspaces.map((w) => w.id));
     const gone = local.filter((id) => !listed.has(id));
-    await dropWorkspaces(trx, selfId, collaborationId, gone);
+    if (gone.length > 0) await dropWorkspaces(trx, selfId, collaborationId, gone);
     const known = new Set(local);
     for (const w of state.workspaces) {
       const values = { name: w.name, description: w.description, config: w.config };

@@ -148,6 +148,20 @@ export function findDataCopy(q: Queryable, itemId: string): Promise<DataCopyTabl
     .executeTakeFirst();
 }
 
+/** The data copies of several items, by item id. */
+export async function findDataCopies(
+  q: Queryable,
+  itemIds: readonly string[],
+): Promise<Map<string, DataCopyTable>> {
+  if (itemIds.length === 0) return new Map();
+  const rows = await q
+    .selectFrom("collaboration_data_copies")
+    .selectAll()
+    .where("item_id", "in", [...itemIds])
+    .execute();
+  return new Map(rows.map((r) => [r.item_id, r]));
+}
+
 export async function saveDataCopy(q: Queryable, row: DataCopyTable): Promise<void> {
   await q
     .insertInto("collaboration_data_copies")

@@ -107,12 +107,11 @@ export class PeerEndpoint {
   /** Answers a signed call from another portal of a collaboration. */
   async answer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
     const selfId = await this.selfId();
-    const from = await findParticipant(
-      this.db.kysely,
-      String(envelope.collaborationId),
-      String(envelope.from),
-    );
-    const collab = await findCollaboration(this.db.kysely, String(envelope.collaborationId));
+    // Side by side: on PostgreSQL each is a round trip of its own.
+    const [from, collab] = await Promise.all([
+      findParticipant(this.db.kysely, String(envelope.collaborationId), String(envelope.from)),
+      findCollaboration(this.db.kysely, String(envelope.collaborationId)),
+    ]);
     // Before the signature is checked, every refusal reads the same (`peerCallRefused`), so that
     // nobody learns from this endpoint which collaborations exist; the log says which it was.
     const refuse = (why: string) => {
@@ -187,10 +186,13 @@ export class PeerEndpoint {
       await this.db.transaction((trx) => dropGuest(trx, selfId, cid, from));
       return { success: true };
     }
-    const ws = await findWorkspace(this.db.kysely, cid, workspaceId);
+    const [ws, allModes, link] = await Promise.all([
+      findWorkspace(this.db.kysely, cid, workspaceId),
+      modesOf(this.db.kysely, [workspaceId]),
+      findLink(this.db.kysely, workspaceId),
+    ]);
     if (!ws) throw errors.workspaceNotFound(workspaceId);
-    const modes = (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId);
-    const link = await findLink(this.db.kysely, workspaceId);
+    const modes = allModes.get(workspaceId);
     if (!link) throw errors.hostGroupNotLinked();
     const hostToGuest = sends(modes?.get(selfId)) && receives(modes?.get(from.portal_id));
     const guestToHost = sends(modes?.get(from.portal_id)) && receives(modes?.get(selfId));

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Db } from "../db/database.js";
-import { isUniqueViolation } from "../db/database.js";
+import { isUniqueViolation, later } from "../db/database.js";
 import type { ParticipantTable } from "../db/schema.js";
 import { type OutboundGuard, OutboundRefused } from "../outbound/guard.js";
 import { digestOf, generateKeyPair, type KeyPair, signDocument, verifyDocument } from "./signing.js";
@@ -317,12 +317,17 @@ export async function peerRefusal(
     return "the call was issued outside the accepted clock window (5 minutes)";
   }
   try {
+    // Neither answer is read: on PostgreSQL both travel with the COMMIT, one message for the
+    // transaction, and a replayed nonce's unique violation is the commit's.
     await db.transaction(async (trx) => {
-      await trx.deleteFrom("peer_nonces").where("expires", "<", now).execute();
-      await trx
-        .insertInto("peer_nonces")
-        .values({ nonce: String(envelope.nonce), expires: envelope.issued + PEER_CLOCK_WINDOW_MS })
-        .execute();
+      await later(trx, trx.deleteFrom("peer_nonces").where("expires", "<", now).compile());
+      await later(
+        trx,
+        trx
+          .insertInto("peer_nonces")
+          .values({ nonce: String(envelope.nonce), expires: envelope.issued + PEER_CLOCK_WINDOW_MS })
+          .compile(),
+      );
     });
   } catch (err) {
     if (isUniqueViolation(err)) return "the call was already received (replayed nonce)";

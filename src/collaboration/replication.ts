@@ -1,7 +1,16 @@
-import { deleteFile, type FileKind, readAllOf, writeFile, writeNewFiles } from "../content/file-store.js";
+import {
+  deleteFile,
+  deleteFilesOf,
+  type FileKind,
+  type NewFile,
+  readAllOf,
+  writeFile,
+  writeNewFiles,
+} from "../content/file-store.js";
 import {
   deleteItem,
   findItem,
+  findItems,
   insertItem,
   insertItems,
   replaceTags,
@@ -9,6 +18,7 @@ import {
   shareItemsWith,
   unshareItem,
   updateItem,
+  updateItems,
 } from "../content/item.repository.js";
 import type { Db, Queryable } from "../db/database.js";
 import { type ChangeEvent, recordEvent, recordEvents } from "../events/outbox.js";
@@ -17,24 +27,26 @@ import { findGroup } from "../groups/group.repository.js";
 import { newId } from "../ids.js";
 import {
   type CopyKey,
-  copiedAmong,
   copiesAmong,
+  copiesOf,
   deleteCopy,
   findCopy,
   listCopies,
   markWithdrawn,
   saveCopy,
+  saveCopyVersions,
   saveNewCopies,
 } from "./copy.repository.js";
-import { findDataCopy } from "./layer-copy.js";
+import { findDataCopies, findDataCopy } from "./layer-copy.js";
 import { findLink } from "./workspace.repository.js";
 
 /**
  * What replication does to a portal's own content, on whichever side runs it: listing what a
  * workspace's linked group offers, packaging items, and applying received items or their
  * withdrawal. The sync engine decides what to move; this module moves it. Each change commits with
- * its events, and one bad item never undoes the others: new copies of a page commit together, and
- * when that fails, and for every other change, one item per transaction.
+ * its events, and one bad item never undoes the others: the items received in a page (new copies
+ * and new versions) commit together, and when that fails, and for every other change, one item per
+ * transaction.
  */
 
 /** One entry of a sender's offer: an item shared to the linked group that is not itself a copy. */
@@ -209,11 +221,42 @@ interface Target {
 }
 
 /**
- * Applies received items on this portal. Items this portal holds no copy of yet (all of them, in
- * a first sync) are stored together, in one transaction of a few statements for the whole page
- * rather than a dozen round trips each. Every other item, and every item of a page whose
- * transaction failed (nothing of which is kept), is applied in a transaction of its own, so that
- * one bad item fails alone and never undoes the others.
+ * Transactions of single items that one page's fallback or withdrawal runs at once on PostgreSQL.
+ * Each holds a pooled connection until it commits, and the pool is shared with everything else the
+ * portal does (10 connections for test portals): a page of 100 at once would queue behind itself
+ * and starve the rest. On SQLite they all go at once, so that its group commit shares one fsync
+ * among them.
+ */
+const ITEMS_AT_ONCE_ON_POSTGRES = 4;
+
+/** `work` on each of `inputs`, at most `limit` at a time; results in the order of `inputs`. */
+async function inTurns<I, R>(
+  inputs: readonly I[],
+  limit: number,
+  work: (input: I) => Promise<R>,
+): Promise<R[]> {
+  const results: R[] = new Array(inputs.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < inputs.length) {
+      const i = next++;
+      results[i] = await work(inputs[i] as I);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, inputs.length) }, worker));
+  return results;
+}
+
+function itemsAtOnce(db: Db): number {
+  return db.engine === "postgres" ? ITEMS_AT_ONCE_ON_POSTGRES : Number.POSITIVE_INFINITY;
+}
+
+/**
+ * Applies received items on this portal. A page is stored together, in one transaction of a few
+ * statements for the whole page rather than a dozen round trips each: new copies, and new versions
+ * of copies this portal holds. Every item that path leaves out (a copy whose item was deleted
+ * here), and every item of a page whose transaction failed (nothing of which is kept), is applied
+ * in a transaction of its own, so that one bad item fails alone and never undoes the others.
  */
 export async function applyItems(
   db: Db,
@@ -229,35 +272,40 @@ export async function applyItems(
       reason: "the linked group no longer exists",
     }));
   }
-  let created = new Set<string>();
+  let stored = new Map<string, ItemAction>();
   if (packages.length > 1) {
     try {
-      created = await db.transaction((trx) => createCopies(trx, target, group, packages));
+      stored = await db.transaction((trx) => storePage(trx, target, group, packages));
     } catch {
       // Not a failure of any item yet: each is tried alone below, and fails with its own reason.
     }
   }
-  // Concurrent transactions let SQLite's group commit share one fsync among many items.
-  const alone = await Promise.all(
-    packages
-      .filter((pkg) => !created.has(pkg.id))
-      .map(async (pkg): Promise<ItemResult> => {
-        try {
-          const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
-          return { id: pkg.id, title: pkg.title, ok: true, action };
-        } catch (err) {
-          return {
-            id: pkg.id,
-            title: pkg.title,
-            ok: false,
-            reason: `could not be stored: ${(err as Error).message}`,
-          };
-        }
-      }),
+  const alone = await inTurns(
+    packages.filter((pkg) => !stored.has(pkg.id)),
+    itemsAtOnce(db),
+    async (pkg): Promise<ItemResult> => {
+      try {
+        const action = await db.transaction((trx) => applyOne(trx, target, group, pkg));
+        return { id: pkg.id, title: pkg.title, ok: true, action };
+      } catch (err) {
+        return {
+          id: pkg.id,
+          title: pkg.title,
+          ok: false,
+          reason: `could not be stored: ${(err as Error).message}`,
+        };
+      }
+    },
   );
   const byId = new Map(alone.map((r) => [r.id, r]));
   return packages.map(
-    (pkg) => byId.get(pkg.id) ?? { id: pkg.id, title: pkg.title, ok: true, action: "created" as const },
+    (pkg) =>
+      byId.get(pkg.id) ?? {
+        id: pkg.id,
+        title: pkg.title,
+        ok: true,
+        action: stored.get(pkg.id) ?? ("created" as const),
+      },
   );
 }
 
@@ -277,27 +325,59 @@ function packageFields(pkg: ItemPackage) {
   };
 }
 
+/** A package's files, as `writeNewFiles` stores them for the item `itemId`. */
+function packageFiles(pkg: ItemPackage, itemId: string): NewFile[] {
+  return (
+    [
+      ["data", pkg.data],
+      ["thumbnail", pkg.thumbnail],
+    ] as const
+  ).flatMap(([kind, file]) =>
+    file
+      ? [
+          {
+            itemId,
+            kind,
+            name: file.name,
+            contentType: file.contentType,
+            data: Buffer.from(file.content, "base64"),
+          },
+        ]
+      : [],
+  );
+}
+
 /**
- * Stores, in `trx`, the packages of origin items this portal holds no copy of as new copies, as
- * `applyOne` stores each (item, tags, words, files, sharing, events, copy record), with one
- * statement per table for them all; answers their origin ids.
+ * Stores, in `trx`, a page of packages as `applyOne` stores each (item, tags, words, files,
+ * sharing, events, copy record), with one statement per table for them all: new copies of origin
+ * items this portal holds none of, new versions of those it holds. Answers what was done, by
+ * origin id; a package whose copy's item is gone here is left out (`applyOne` makes it anew).
  */
-async function createCopies(
+async function storePage(
   trx: Queryable,
   target: Target,
   owner: { id: string; owner_id: string; owner: string },
   packages: readonly ItemPackage[],
-): Promise<Set<string>> {
-  const copied = await copiedAmong(
+): Promise<Map<string, ItemAction>> {
+  const copies = await copiesOf(
     trx,
     target.workspaceId,
     target.originPortalId,
     packages.map((p) => p.id),
   );
-  const made = packages.filter((pkg) => !copied.has(pkg.id)).map((pkg) => ({ pkg, itemId: newId() }));
-  if (made.length === 0) return new Set();
+  const items = new Map((await findItems(trx, [...new Set(copies.values())])).map((i) => [i.id, i]));
   const now = Date.now();
-  const actor = { id: owner.owner_id, username: owner.owner };
+  const made = packages.filter((pkg) => !copies.has(pkg.id)).map((pkg) => ({ pkg, itemId: newId() }));
+  const changed = packages.flatMap((pkg) => {
+    const item = items.get(copies.get(pkg.id) ?? "");
+    return item ? [{ pkg, item }] : [];
+  });
+  if (made.length === 0 && changed.length === 0) return new Map();
+  // A copy holding its origin's feature data is a hosted service of this portal: it keeps its own URL.
+  const dataCopies = await findDataCopies(
+    trx,
+    changed.map((c) => c.item.id),
+  );
   await insertItems(
     trx,
     made.map(({ pkg, itemId }) => ({
@@ -315,40 +395,47 @@ async function createCopies(
       tags: pkg.tags,
     })),
   );
+  await updateItems(
+    trx,
+    changed.map(({ pkg, item }) => {
+      const fields = packageFields(pkg);
+      if (dataCopies.get(item.id)?.mode === "copy") fields.url = item.url;
+      return {
+        item,
+        patch: {
+          ...fields,
+          access: item.access === "private" ? "shared" : item.access,
+          modified: Math.max(now, item.modified + 1),
+        },
+        tags: pkg.tags,
+      };
+    }),
+  );
+  // A new version replaces every file of the copy, as `applyOne` does.
+  await deleteFilesOf(
+    trx,
+    changed.map((c) => c.item.id),
+  );
+  const stored = [
+    ...made.map(({ pkg, itemId }) => ({ pkg, itemId, action: "created" as const })),
+    ...changed.map(({ pkg, item }) => ({ pkg, itemId: item.id, action: "updated" as const })),
+  ];
   await writeNewFiles(
     trx,
-    made.flatMap(({ pkg, itemId }) =>
-      (
-        [
-          ["data", pkg.data],
-          ["thumbnail", pkg.thumbnail],
-        ] as const
-      ).flatMap(([kind, file]) =>
-        file
-          ? [
-              {
-                itemId,
-                kind,
-                name: file.name,
-                contentType: file.contentType,
-                data: Buffer.from(file.content, "base64"),
-              },
-            ]
-          : [],
-      ),
-    ),
+    stored.flatMap(({ pkg, itemId }) => packageFiles(pkg, itemId)),
   );
   const shared = new Set(
     await shareItemsWith(
       trx,
-      made.map((m) => m.itemId),
+      stored.map((m) => m.itemId),
       target.groupId,
     ),
   );
+  const actor = { id: owner.owner_id, username: owner.owner };
   await recordEvents(
     trx,
-    made.flatMap(({ pkg, itemId }): ChangeEvent[] => [
-      { source: "item", operation: "add", objectId: itemId, actor },
+    stored.flatMap(({ pkg, itemId, action }): ChangeEvent[] => [
+      { source: "item", operation: action === "created" ? "add" : "update", objectId: itemId, actor },
       ...(shared.has(itemId)
         ? [
             {
@@ -374,7 +461,11 @@ async function createCopies(
     trx,
     made.map(({ pkg, itemId }) => ({ key: copyKey(target, pkg.id), itemId, version: pkg.version })),
   );
-  return new Set(made.map((m) => m.pkg.id));
+  await saveCopyVersions(
+    trx,
+    changed.map(({ pkg }) => ({ key: copyKey(target, pkg.id), version: pkg.version })),
+  );
+  return new Map(stored.map(({ pkg, action }) => [pkg.id, action]));
 }
 
 async function applyOne(
@@ -473,35 +564,33 @@ export async function withdrawItems(
   gone: readonly { id: string; state: "deleted" | "unshared" }[],
   deleteContributed: boolean,
 ): Promise<ItemResult[]> {
-  return Promise.all(
-    gone.map(async ({ id, state }): Promise<ItemResult> => {
-      try {
-        return await db.transaction(async (trx) => {
-          const key = copyKey(target, id);
-          const copy = await findCopy(trx, key);
-          const item = copy ? await findItem(trx, copy.item_id) : undefined;
-          const title = item?.title ?? id;
-          if (!copy || !item) {
-            await deleteCopy(trx, key);
-            return { id, title, ok: true, action: "withdrawn" as const };
-          }
-          const actor = { id: item.owner_id, username: item.owner };
-          if (state === "deleted" && deleteContributed && item.protected !== 1) {
-            await deleteItem(trx, item.id, dropServiceStorage);
-            await deleteCopy(trx, key);
-            await recordEvent(trx, { source: "item", operation: "delete", objectId: item.id, actor });
-            return { id, title, ok: true, action: "deleted" as const };
-          }
-          await unshareFrom(trx, item.id, item.type, target.groupId, actor);
-          if (state === "deleted") await deleteCopy(trx, key);
-          else await markWithdrawn(trx, key);
+  return inTurns(gone, itemsAtOnce(db), async ({ id, state }): Promise<ItemResult> => {
+    try {
+      return await db.transaction(async (trx) => {
+        const key = copyKey(target, id);
+        const copy = await findCopy(trx, key);
+        const item = copy ? await findItem(trx, copy.item_id) : undefined;
+        const title = item?.title ?? id;
+        if (!copy || !item) {
+          await deleteCopy(trx, key);
           return { id, title, ok: true, action: "withdrawn" as const };
-        });
-      } catch (err) {
-        return { id, title: id, ok: false, reason: `could not be withdrawn: ${(err as Error).message}` };
-      }
-    }),
-  );
+        }
+        const actor = { id: item.owner_id, username: item.owner };
+        if (state === "deleted" && deleteContributed && item.protected !== 1) {
+          await deleteItem(trx, item.id, dropServiceStorage);
+          await deleteCopy(trx, key);
+          await recordEvent(trx, { source: "item", operation: "delete", objectId: item.id, actor });
+          return { id, title, ok: true, action: "deleted" as const };
+        }
+        await unshareFrom(trx, item.id, item.type, target.groupId, actor);
+        if (state === "deleted") await deleteCopy(trx, key);
+        else await markWithdrawn(trx, key);
+        return { id, title, ok: true, action: "withdrawn" as const };
+      });
+    } catch (err) {
+      return { id, title: id, ok: false, reason: `could not be withdrawn: ${(err as Error).message}` };
+    }
+  });
 }
 
 function copyKey(target: Target, originItemId: string): CopyKey {

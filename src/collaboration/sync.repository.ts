@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/database.js";
+import { later, type Queryable } from "../db/database.js";
 import type { SyncJobTable, SyncScheduleTable, SyncStatus } from "../db/schema.js";
 import { nextFire } from "./sync-schedule.js";
 import type { TaskResult } from "./sync-task.js";
@@ -16,28 +16,34 @@ export type ExecType = SyncJobTable["exec_type"];
 
 // ---------------------------------------------------------------- jobs
 
-/** Inserts a submitted job; fails with a unique violation while another job of the workspace runs. */
+/**
+ * Inserts a submitted job; fails with a unique violation while another job of the workspace runs
+ * (on PostgreSQL at the transaction's commit, which the insert travels with: `later`).
+ */
 export async function insertJob(
   q: Queryable,
   job: { id: string; workspaceId: string; collaborationId: string; execType: ExecType },
   now: number,
 ): Promise<void> {
-  await q
-    .insertInto("sync_jobs")
-    .values({
-      id: job.id,
-      workspace_id: job.workspaceId,
-      collaboration_id: job.collaborationId,
-      exec_type: job.execType,
-      status: "submitted",
-      created: now,
-      start_time: now,
-      end_time: -1,
-      heartbeat: now,
-      summary: "Submitted.",
-      results: "[]",
-    })
-    .execute();
+  await later(
+    q,
+    q
+      .insertInto("sync_jobs")
+      .values({
+        id: job.id,
+        workspace_id: job.workspaceId,
+        collaboration_id: job.collaborationId,
+        exec_type: job.execType,
+        status: "submitted",
+        created: now,
+        start_time: now,
+        end_time: -1,
+        heartbeat: now,
+        summary: "Submitted.",
+        results: "[]",
+      })
+      .compile(),
+  );
 }
 
 export function findRunningJob(q: Queryable, workspaceId: string): Promise<SyncJobTable | undefined> {
@@ -135,7 +141,8 @@ export async function failRunningJobs(
     .set({ status: "failed", end_time: now, summary: `Failed: ${reason}` })
     .where("status", "in", [...RUNNING]);
   if (heartbeatBefore !== undefined) u = u.where("heartbeat", "<", heartbeatBefore);
-  await u.execute();
+  // Nobody reads its answer: on PostgreSQL it travels with the COMMIT.
+  await later(q, u.compile());
 }
 
 // ---------------------------------------------------------------- schedules

@@ -1,4 +1,4 @@
-import type { Queryable } from "../db/database.js";
+import { later, type Queryable } from "../db/database.js";
 import type { AccessMode, WorkspaceLinkTable, WorkspaceTable } from "../db/schema.js";
 import type { WorkspaceConfig } from "./collaboration-types.js";
 
@@ -45,20 +45,27 @@ export async function updateWorkspace(
   },
   now: number,
 ): Promise<void> {
-  await q
-    .updateTable("workspaces")
-    .set({
-      ...(patch.name !== undefined ? { name: patch.name } : {}),
-      ...(patch.description !== undefined ? { description: patch.description } : {}),
-      ...(patch.config !== undefined ? { config: JSON.stringify(patch.config) } : {}),
-      modified: now,
-    })
-    .where("id", "=", id)
-    .execute();
+  await later(
+    q,
+    q
+      .updateTable("workspaces")
+      .set({
+        ...(patch.name !== undefined ? { name: patch.name } : {}),
+        ...(patch.description !== undefined ? { description: patch.description } : {}),
+        ...(patch.config !== undefined ? { config: JSON.stringify(patch.config) } : {}),
+        modified: now,
+      })
+      .where("id", "=", id)
+      .compile(),
+  );
 }
 
+/** Its answer is not read: in a transaction on PostgreSQL it travels with the next statement (`later`). */
 export async function recordSyncSuccess(q: Queryable, workspaceId: string, at: number): Promise<void> {
-  await q.updateTable("workspaces").set({ last_sync_success: at }).where("id", "=", workspaceId).execute();
+  await later(
+    q,
+    q.updateTable("workspaces").set({ last_sync_success: at }).where("id", "=", workspaceId).compile(),
+  );
 }
 
 /** The workspace `workspaceId` of collaboration `collaborationId`. */
@@ -162,10 +169,13 @@ export interface Mode {
 
 export async function insertModes(q: Queryable, modes: readonly Mode[]): Promise<void> {
   if (modes.length === 0) return;
-  await q
-    .insertInto("workspace_modes")
-    .values(modes.map((m) => ({ workspace_id: m.workspaceId, portal_id: m.portalId, access_mode: m.mode })))
-    .execute();
+  await later(
+    q,
+    q
+      .insertInto("workspace_modes")
+      .values(modes.map((m) => ({ workspace_id: m.workspaceId, portal_id: m.portalId, access_mode: m.mode })))
+      .compile(),
+  );
 }
 
 export async function setMode(q: Queryable, m: Mode): Promise<void> {
@@ -179,7 +189,7 @@ export async function setMode(q: Queryable, m: Mode): Promise<void> {
 
 /** Replaces every access mode of a workspace. */
 export async function replaceModes(q: Queryable, workspaceId: string, modes: readonly Mode[]): Promise<void> {
-  await q.deleteFrom("workspace_modes").where("workspace_id", "=", workspaceId).execute();
+  await later(q, q.deleteFrom("workspace_modes").where("workspace_id", "=", workspaceId).compile());
   await insertModes(q, modes);
 }
 

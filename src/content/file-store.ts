@@ -1,6 +1,6 @@
 import fs from "node:fs/promises";
 import { Readable } from "node:stream";
-import type { Queryable } from "../db/database.js";
+import { later, type Queryable } from "../db/database.js";
 import { newId } from "../ids.js";
 
 /**
@@ -224,9 +224,9 @@ export interface NewFile {
 const CHUNK_STATEMENT_BYTES = 8 * FILE_CHUNK_BYTES;
 
 /**
- * Stores files of items that have none of their kind yet (new items), as `writeFile` stores each,
- * in `trx`: one statement for their rows and one per few MB of their chunks, rather than a few per
- * file.
+ * Stores files of items that have none of their kind yet (new items, or items whose files
+ * `deleteFilesOf` just removed), as `writeFile` stores each, in `trx`: one statement for their
+ * rows and one per few MB of their chunks, rather than a few per file.
  */
 export async function writeNewFiles(trx: Queryable, files: readonly NewFile[]): Promise<void> {
   if (files.length === 0) return;
@@ -262,6 +262,21 @@ export async function writeNewFiles(trx: Queryable, files: readonly NewFile[]): 
     }
   }
   await flush();
+}
+
+/**
+ * Deletes every file of these items, as `deleteFile` without a kind deletes one item's, in one
+ * statement whose answer is not read (on PostgreSQL it travels with the next statement, `later`).
+ */
+export async function deleteFilesOf(trx: Queryable, itemIds: readonly string[]): Promise<void> {
+  if (itemIds.length === 0) return;
+  await later(
+    trx,
+    trx
+      .deleteFrom("item_files")
+      .where("item_id", "in", [...itemIds])
+      .compile(),
+  );
 }
 
 /** Deletes an item's file of one kind, or all its files; the chunks go with their rows. */

@@ -1,6 +1,6 @@
 import type { Insertable, Selectable, Updateable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
-import type { Engine, Queryable } from "../db/database.js";
+import { type Engine, later, type Queryable } from "../db/database.js";
 import type { FolderTable, ItemTable } from "../db/schema.js";
 import { categoryKey } from "./extent.js";
 import { refreshItemWords, writeItemsWords, writeItemWords } from "./word-index.js";
@@ -77,6 +77,9 @@ export async function insertItem(
   });
 }
 
+/** The columns the full-text index of search is made from (migration 0009). */
+const WORD_COLUMNS = ["title", "description", "snippet", "tags"] as const;
+
 /**
  * New items, each with its tags, as `insertItem` stores one, in one statement per table rather
  * than a few per item: for stores of many items at once (a page of received collaboration items).
@@ -99,16 +102,10 @@ export async function insertItems(
     .execute();
   // The tag rows copy the item's search columns, as `replaceTags` reads them back; here they are
   // the values just inserted.
-  const tagRows = items.flatMap(({ row, tags }) =>
-    [...new Set(tags.map((t) => t.toLowerCase()))].map((tag_key) => ({
-      item_id: row.id,
-      tag_key,
-      modified: row.modified,
-      access: row.access,
-      owner_id: row.owner_id,
-    })),
+  await insertTagRows(
+    q,
+    items.map(({ row, tags }) => ({ item: row, tags })),
   );
-  if (tagRows.length > 0) await q.insertInto("item_tags").values(tagRows).execute();
   await writeItemsWords(
     q,
     items.map(({ row }) => ({
@@ -121,8 +118,77 @@ export async function insertItems(
   );
 }
 
-/** The columns the full-text index of search is made from (migration 0009). */
-const WORD_COLUMNS = ["title", "description", "snippet", "tags"] as const;
+/** Tag rows of items, copying the search columns the items hold (see `replaceTags`). */
+async function insertTagRows(
+  q: Queryable,
+  items: readonly {
+    item: Pick<ItemRow, "id" | "modified" | "access" | "owner_id">;
+    tags: readonly string[];
+  }[],
+): Promise<void> {
+  const rows = items.flatMap(({ item, tags }) =>
+    [...new Set(tags.map((t) => t.toLowerCase()))].map((tag_key) => ({
+      item_id: item.id,
+      tag_key,
+      modified: item.modified,
+      access: item.access,
+      owner_id: item.owner_id,
+    })),
+  );
+  if (rows.length > 0) await q.insertInto("item_tags").values(rows).execute();
+}
+
+/**
+ * Changes several items, each by its own `patch`, and replaces their tags, as `updateItem` and
+ * `replaceTags` change one: for stores of many items at once (a page of received collaboration
+ * items). `item` is each row as read in this transaction. The updates (one per item) and the
+ * delete of the old tags are not answered: on PostgreSQL they travel with the insert of the new
+ * tags (`later`) instead of a round trip each, and a failure fails the transaction there. The
+ * multi-row inserts go as statements of their own: written into the text as literals, their
+ * values would cost more to inline than the round trip saves.
+ */
+export async function updateItems(
+  q: Queryable,
+  changes: readonly { item: ItemRow; patch: ItemChanges; tags: readonly string[] }[],
+): Promise<void> {
+  if (changes.length === 0) return;
+  const after = changes.map(({ item, patch, tags }) => ({
+    row: { ...item, ...patch } as ItemRow,
+    patch,
+    tags,
+  }));
+  for (const { row, patch } of after) {
+    noteChange(q, `content:${row.id}`);
+    await later(
+      q,
+      q
+        .updateTable("items")
+        .set({ ...patch, ...itemKeys(patch) })
+        .where("id", "=", row.id)
+        .compile(),
+    );
+  }
+  // The tag rows copy the search columns the items hold after the change, as `replaceTags` reads them.
+  await later(
+    q,
+    q
+      .deleteFrom("item_tags")
+      .where(
+        "item_id",
+        "in",
+        after.map((a) => a.row.id),
+      )
+      .compile(),
+  );
+  await insertTagRows(
+    q,
+    after.map(({ row, tags }) => ({ item: row, tags })),
+  );
+  await writeItemsWords(
+    q,
+    after.filter(({ patch }) => WORD_COLUMNS.some((c) => patch[c] !== undefined)).map(({ row }) => row),
+  );
+}
 
 /** Any column may decide who sees the item (owner, access) or be shown by a cache: `content` notes it. */
 export async function updateItem(q: Queryable, id: string, patch: ItemChanges): Promise<void> {

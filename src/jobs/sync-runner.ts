@@ -48,10 +48,11 @@ export interface SyncRunnerOptions {
  *
  * A sync first asks the host for the collaboration's current state (access modes, workspaces,
  * delete policies; a guest the host removed learns it here), then moves items in each direction
- * the two access modes allow (`sync-transfer.ts`). Each item is stored in its own transaction on
- * the receiver. Nothing is staged in temporary files, so a sync that fails or whose process dies
- * leaves no files behind, and the next sync resumes from what was stored. A running job beats a
- * heartbeat; one whose heartbeat stops is failed by `sweepStale`, here or on another node.
+ * the two access modes allow (`sync-transfer.ts`). The receiver stores a page of items in one
+ * transaction (each item in one of its own when the page's fails). Nothing is staged in temporary
+ * files, so a sync that fails or whose process dies leaves no files behind, and the next sync
+ * resumes from what was stored. A running job beats a heartbeat; one whose heartbeat stops is
+ * failed by `sweepStale`, here or on another node.
  */
 export class SyncRunner implements SyncStarter {
   private readonly db: Db;
@@ -195,17 +196,20 @@ export class SyncRunner implements SyncStarter {
         {},
       );
       const still = await applyHostState(this.db, selfId, collaborationId, state);
-      const host = await this.hostOf(collaborationId).catch(() => undefined);
-      const workspace = still ? await findWorkspaceById(this.db.kysely, workspaceId) : undefined;
+      // Side by side: on PostgreSQL each read is a round trip of its own.
+      const [host, workspace, link, allModes] = await Promise.all([
+        this.hostOf(collaborationId).catch(() => undefined),
+        still ? findWorkspaceById(this.db.kysely, workspaceId) : undefined,
+        findLink(this.db.kysely, workspaceId),
+        modesOf(this.db.kysely, [workspaceId]),
+      ]);
       if (!workspace || !host)
         throw new JobFailed("the workspace was deleted by the host; replication through it has ended");
-      const link = await findLink(this.db.kysely, workspaceId);
       if (!link)
         throw new JobFailed(
           "no group is linked to this workspace on this portal; link one with updatePortalGroupLink",
         );
-      const modes =
-        (await modesOf(this.db.kysely, [workspaceId])).get(workspaceId) ?? new Map<string, AccessMode>();
+      const modes = allModes.get(workspaceId) ?? new Map<string, AccessMode>();
       const config = workspaceConfig(workspace);
       const budget = { bytes: config.maxReplicationPackageSizeInMB * MB };
       await this.setJob(jobId, { status: "in_progress", summary: "Moving items." });

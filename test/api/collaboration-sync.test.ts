@@ -308,6 +308,67 @@ describe("sync between a host and a guest", () => {
       .where("i.title", "like", "chunked %")
       .execute();
     expect(shared.map((r) => r.title).sort()).toEqual(packages.map((_, i) => `chunked ${i}`).sort());
+
+    // New versions of held copies are stored together too (their page in one transaction), and
+    // when one is bad, it fails alone and its copy stays as it was.
+    const renamed = (i: number, version: number, title: string | null) => ({
+      ...pkg(i, title),
+      version,
+      tags: [`rev${version}`],
+      data: {
+        name: "d2.geojson",
+        contentType: "application/json",
+        content: Buffer.from(`{"v":${version}}`).toString("base64"),
+      },
+    });
+    const rows = () =>
+      guest.portico.db.kysely
+        .selectFrom("collaboration_copies as c")
+        .innerJoin("items as i", "i.id", "c.item_id")
+        .select(["c.origin_item_id", "c.origin_version", "i.id", "i.title"])
+        .where("c.origin_portal_id", "=", origin)
+        .orderBy("c.origin_item_id")
+        .execute();
+    const search = async (q: string) =>
+      (await ok(guest.get("/search", { q, num: 100 }, guest.adminToken), "search")).results
+        .map((r: any) => r.title)
+        .sort();
+    for (const [version, failing] of [
+      [2, undefined],
+      [3, bad],
+    ] as const) {
+      const results = await applyItems(
+        guest.portico.db,
+        target,
+        packages.map((_, i) => renamed(i, version, i === failing ? null : `rev${version} ${i}`)),
+      );
+      expect(results.map((r) => r.id)).toEqual(packages.map((p) => p.id));
+      const stored = results.filter((r) => r.ok);
+      expect(stored.map((r) => r.action)).toEqual(Array(stored.length).fill("updated"));
+      expect(stored.length).toBe(failing === undefined ? count : count - 1);
+      const now = await rows();
+      expect(now.length).toBe(count);
+      for (const row of now) {
+        const i = packages.findIndex((p) => p.id === row.origin_item_id);
+        const v = i === failing ? version - 1 : version;
+        expect(row.title).toBe(`rev${v} ${i}`);
+        expect(Number(row.origin_version)).toBe(v);
+        expect(await itemData(guest, row.id)).toBe(`{"v":${v}}`);
+      }
+      // Found by their new words and tags, no longer by the old ones.
+      const titled = (v: number) =>
+        packages
+          .flatMap((_, i) => ((i === failing ? version - 1 : version) === v ? [`rev${v} ${i}`] : []))
+          .sort();
+      expect(await search(`tags:rev${version}`)).toEqual(titled(version));
+      expect(await search(`title:"rev${version}"`)).toEqual(titled(version));
+      expect(await search(`tags:rev${version - 1}`)).toEqual(titled(version - 1));
+      const events = await outbox(guest);
+      for (const row of now.filter((r) => Number(r.origin_version) === version))
+        expect(
+          events.some((e) => e.object_id === row.id && e.operation === "update" && e.source === "item"),
+        ).toBe(true);
+    }
   });
 });
 
