@@ -7,6 +7,11 @@ import type { ChangeFeed, Topic } from "./change-feed.js";
  */
 export class FeedCache<K, V> {
   private readonly entries = new Map<K, V>();
+  /**
+   * The keys of each subject's entries (with `subjectOf`): a change of one subject (every write
+   * changes its user's `auth:`) drops them without a pass over every entry.
+   */
+  private readonly bySubject = new Map<string, Set<K>>();
   private generation = 0;
 
   /**
@@ -23,11 +28,13 @@ export class FeedCache<K, V> {
       feed.subscribe(topic, (subject) => {
         this.generation++;
         if (subject === undefined || !this.subjectOf) {
-          this.entries.clear();
+          this.clear();
           return;
         }
-        for (const [key, value] of this.entries)
-          if (this.subjectOf(value) === subject) this.entries.delete(key);
+        const keys = this.bySubject.get(subject);
+        if (keys === undefined) return;
+        this.bySubject.delete(subject);
+        for (const key of keys) this.entries.delete(key);
       });
     }
   }
@@ -61,12 +68,35 @@ export class FeedCache<K, V> {
    */
   keep(key: K, value: V | undefined, since: number): void {
     if (value !== undefined && this.feed.reliable && since === this.generation) {
-      if (this.entries.size >= this.maxEntries) this.entries.clear();
+      if (this.entries.size >= this.maxEntries) this.clear();
+      this.delete(key);
       this.entries.set(key, value);
+      if (this.subjectOf) {
+        const subject = this.subjectOf(value);
+        let keys = this.bySubject.get(subject);
+        if (keys === undefined) {
+          keys = new Set();
+          this.bySubject.set(subject, keys);
+        }
+        keys.add(key);
+      }
     }
   }
 
   delete(key: K): void {
+    const value = this.entries.get(key);
+    if (value === undefined) return;
     this.entries.delete(key);
+    if (this.subjectOf) {
+      const subject = this.subjectOf(value);
+      const keys = this.bySubject.get(subject);
+      keys?.delete(key);
+      if (keys?.size === 0) this.bySubject.delete(subject);
+    }
+  }
+
+  private clear(): void {
+    this.entries.clear();
+    this.bySubject.clear();
   }
 }

@@ -392,10 +392,11 @@ async function openPostgres(
   const connection = pgConnection(url, schema);
   const poolConfig: pg.PoolConfig = {
     ...connection,
-    // bigint (int8) columns hold epoch milliseconds and counts, all far below 2^53.
+    // bigint (int8) columns hold epoch milliseconds and counts, all far below 2^53. pg asks for
+    // each column's parser with every result: one function, not a new one each time.
     types: {
       getTypeParser: (oid: number, format?: "text" | "binary") =>
-        oid === 20 ? (v: string) => Number(v) : pg.types.getTypeParser(oid, format as "text"),
+        oid === 20 ? Number : pg.types.getTypeParser(oid, format as "text"),
     },
   };
   const pool = new pg.Pool({

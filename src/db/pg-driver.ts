@@ -254,8 +254,12 @@ function toQueryResult<R>(result: pg.QueryResult): QueryResult<R> {
  * it), so no multi-byte character can hide a quote or a backslash.
  */
 export function escapeStringLiteral(value: string): string {
+  // Most values (ids, names, times) have neither: one scan instead of two replacements.
+  if (!NEEDS_ESCAPE.test(value)) return `E'${value}'`;
   return `E'${value.replace(/\\/g, "\\\\").replace(/'/g, "''")}'`;
 }
+
+const NEEDS_ESCAPE = /['\\]/;
 
 /** A value as an SQL literal, or undefined when it is not one of the kinds written so. */
 function literal(value: unknown): string | undefined {

@@ -1,6 +1,7 @@
 import type { Selectable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
 import { type Engine, later, type Queryable } from "../db/database.js";
+import { fixedStatement } from "../db/fixed-statement.js";
 import type { EventTable } from "../db/schema.js";
 import { newId } from "../ids.js";
 
@@ -55,27 +56,56 @@ export async function recordEvents(
   when: number = Date.now(),
 ): Promise<void> {
   if (events.length === 0) return;
+  const rows = events.map((event) => ({
+    id: newId(),
+    occurred: when,
+    source: event.source,
+    operation: event.operation,
+    object_id: event.objectId,
+    actor_id: event.actor?.id ?? "",
+    actor_username: event.actor?.username ?? "",
+    properties: event.properties === undefined ? "{}" : JSON.stringify(event.properties),
+    uri: triggerUri(event),
+  }));
+  const one = rows.length === 1 ? rows[0] : undefined;
   await later(
     trx,
-    trx
-      .insertInto("events")
-      .values(
-        events.map((event) => ({
-          id: newId(),
-          occurred: when,
-          source: event.source,
-          operation: event.operation,
-          object_id: event.objectId,
-          actor_id: event.actor?.id ?? "",
-          actor_username: event.actor?.username ?? "",
-          properties: JSON.stringify(event.properties ?? {}),
-          uri: triggerUri(event),
-        })),
-      )
-      .compile(),
+    one
+      ? insertOneEvent(
+          trx,
+          one.id,
+          one.occurred,
+          one.source,
+          one.operation,
+          one.object_id,
+          one.actor_id,
+          one.actor_username,
+          one.properties,
+          one.uri,
+        )
+      : trx.insertInto("events").values(rows).compile(),
   );
   noteChange(trx, "events");
 }
+
+/** The insert of one event (most changes make one), compiled once (see `fixedStatement`). */
+const insertOneEvent = fixedStatement(
+  (
+    q,
+    id: string,
+    occurred: number,
+    source: string,
+    operation: string,
+    object_id: string,
+    actor_id: string,
+    actor_username: string,
+    properties: string,
+    uri: string,
+  ) =>
+    q
+      .insertInto("events")
+      .values({ id, occurred, source, operation, object_id, actor_id, actor_username, properties, uri }),
+);
 
 export type EventRow = Selectable<EventTable>;
 

@@ -96,14 +96,27 @@ export class ParameterCounter extends Transform {
   }
 }
 
-/** The counter for a request's body, when its type is one that carries parameters. */
+/**
+ * The counter for a request's body, when its type is one that carries parameters and its announced
+ * length leaves room for too many separators. Fastify fails a body longer than its
+ * `content-length`, and each separator is a byte, so a body announced at most `max` bytes long
+ * cannot go over: most are (a form of a few parameters), and a stream less is a write's CPU saved.
+ */
 function counterFor(request: FastifyRequest): ParameterCounter | undefined {
   const type = (request.headers["content-type"] ?? "").toLowerCase();
+  const header = request.headers["content-length"];
+  // A chunked body's length is not announced (Node refuses a request that gives both).
+  const length =
+    header === undefined || request.headers["transfer-encoding"] !== undefined ? undefined : Number(header);
+  const mayExceed = (max: number) => length === undefined || !(length <= max);
   if (type.startsWith("application/x-www-form-urlencoded")) {
     // n parameters have n - 1 separators.
-    return new ParameterCounter("form", MAX_PARAMETERS - 1, () => errors.tooManyParameters(MAX_PARAMETERS));
+    const max = MAX_PARAMETERS - 1;
+    if (!mayExceed(max)) return undefined;
+    return new ParameterCounter("form", max, () => errors.tooManyParameters(MAX_PARAMETERS));
   }
   if (type.startsWith("application/json")) {
+    if (!mayExceed(MAX_JSON_MEMBERS)) return undefined;
     return new ParameterCounter("json", MAX_JSON_MEMBERS, () =>
       errors.badBody(`The JSON body has more than ${MAX_JSON_MEMBERS} members.`),
     );

@@ -29,6 +29,21 @@ export const PACE_WINDOW_MS = 10_000;
 
 /** Who a share is counted for: the address, with IPv6 grouped by /64 (one host's usual block). */
 export function senderOf(address: string): string {
+  // Parsing an address costs more than the rest of metering a small body; the few addresses a
+  // node hears from repeat.
+  let sender = senders.get(address);
+  if (sender === undefined) {
+    sender = senderOfAddress(address);
+    if (senders.size >= SENDER_CACHE_LIMIT) senders.clear();
+    senders.set(address, sender);
+  }
+  return sender;
+}
+
+const senders = new Map<string, string>();
+const SENDER_CACHE_LIMIT = 10_000;
+
+function senderOfAddress(address: string): string {
   try {
     const ip = ipaddr.process(address);
     if (ip.kind() === "ipv4") return ip.toString();
@@ -126,7 +141,10 @@ export class PreAuthShare {
  * `PACE_MIN_BYTES` arrived in a window of `PACE_WINDOW_MS` and the body has not ended.
  */
 export class BodyPace {
-  private readonly controller = new AbortController();
+  /** Made when first asked for (multipart reads): most bodies only need `onStall`. */
+  private controller: AbortController | undefined;
+  private stalled: Error | undefined;
+  private listener: ((err: Error) => void) | undefined;
   private bytes = 0;
   private readonly timer: NodeJS.Timeout;
 
@@ -134,7 +152,7 @@ export class BodyPace {
     this.timer = setInterval(() => {
       if (this.bytes < minBytes) {
         this.stop();
-        this.controller.abort(errors.bodyTooSlow(minBytes, windowMs));
+        this.stall(errors.bodyTooSlow(minBytes, windowMs));
       }
       this.bytes = 0;
     }, windowMs);
@@ -143,7 +161,20 @@ export class BodyPace {
 
   /** Aborted, with the error to answer, when the body stalls. */
   get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.stalled) this.controller.abort(this.stalled);
+    }
     return this.controller.signal;
+  }
+
+  /**
+   * `listener` hears the error to answer when the body stalls (once; one listener), as `signal`'s
+   * abort would tell it, without the cost of an AbortSignal for every body.
+   */
+  onStall(listener: (err: Error) => void): void {
+    if (this.stalled) listener(this.stalled);
+    else this.listener = listener;
   }
 
   arrived(bytes: number): void {
@@ -153,6 +184,14 @@ export class BodyPace {
   /** The body ended (or the request did): no more watching. */
   stop(): void {
     clearInterval(this.timer);
+  }
+
+  private stall(err: Error): void {
+    this.stalled = err;
+    this.controller?.abort(err);
+    const listener = this.listener;
+    this.listener = undefined;
+    listener?.(err);
   }
 }
 
@@ -175,7 +214,7 @@ export function meteredBody(share: PreAuthShare, pace: BodyPace): Transform {
       callback();
     },
   });
-  pace.signal.addEventListener("abort", () => metered.destroy(pace.signal.reason as Error), { once: true });
+  pace.onStall((err) => metered.destroy(err));
   // The body's reader hears the error; once it has stopped listening (the request already
   // refused otherwise), a late one must not become an uncaught exception.
   metered.on("error", () => {});

@@ -1,6 +1,7 @@
 import type { Selectable, Updateable } from "kysely";
 import { noteChange } from "../db/change-feed.js";
 import type { Engine, Queryable } from "../db/database.js";
+import { fixedStatement } from "../db/fixed-statement.js";
 import type { UserTable } from "../db/schema.js";
 
 export type UserRow = Selectable<UserTable>;
@@ -25,18 +26,14 @@ export async function insertUser(q: Queryable, row: NewUserRow): Promise<UserRow
 }
 
 export async function updateUser(q: Queryable, id: string, patch: UserChanges): Promise<void> {
-  await updateUserQuery(q, id, patch).execute();
-}
-
-/** `updateUser` as a query not yet run, for `later`. */
-export function updateUserQuery(q: Queryable, id: string, patch: UserChanges) {
-  return q
+  await q
     .updateTable("users")
     .set({
       ...patch,
       ...(patch.username !== undefined ? { username_key: patch.username.toLowerCase() } : {}),
     })
-    .where("id", "=", id);
+    .where("id", "=", id)
+    .execute();
 }
 
 /** Memberships and owned content go with the user (foreign keys cascade). */
@@ -123,8 +120,47 @@ export function findUserForUpdate(
   return (engine === "postgres" ? query.forUpdate("users") : query).executeTakeFirst();
 }
 
+/**
+ * What deciding on a change of role or of the disabled flag needs of an account: fewer columns
+ * than `AccountRow` (none of the JSON ones), in a statement compiled once (see `fixedStatement`).
+ */
+export type LockedAccount = Pick<UserRow, "id" | "username" | "role" | "role_id" | "disabled"> & {
+  role_privileges: string | null;
+};
+
+function selectLockedAccount(q: Queryable, usernameKey: string) {
+  return q
+    .selectFrom("users")
+    .leftJoin("roles", "roles.id", "users.role_id")
+    .select(["users.id", "users.username", "users.role", "users.role_id", "users.disabled"])
+    .select("roles.privileges as role_privileges")
+    .where("users.username_key", "=", usernameKey);
+}
+
+const lockedAccountPostgres = fixedStatement((q, usernameKey: string) =>
+  selectLockedAccount(q, usernameKey).forUpdate("users"),
+);
+const lockedAccountSqlite = fixedStatement(selectLockedAccount);
+
+/** `findUserForUpdate` reading only the columns of `LockedAccount`; the same lock. */
+export async function lockAccount(
+  q: Queryable,
+  engine: Engine,
+  username: string,
+): Promise<LockedAccount | undefined> {
+  const statement = engine === "postgres" ? lockedAccountPostgres : lockedAccountSqlite;
+  const { rows } = await q.executeQuery<LockedAccount>(statement(q, username.toLowerCase()));
+  return rows[0];
+}
+
+/** `updateUser` of the role columns, as a query not yet run (for `later`), compiled once. */
+export const updateRoleQuery = fixedStatement(
+  (q, id: string, role: string, roleId: string | null, modified: number) =>
+    q.updateTable("users").set({ role, role_id: roleId, modified }).where("id", "=", id),
+);
+
 /** An enabled user with the default administrator role: the kind the organization must keep one of. */
-export function isEnabledFullAdministrator(row: UserRow): boolean {
+export function isEnabledFullAdministrator(row: Pick<UserRow, "role" | "role_id" | "disabled">): boolean {
   return row.role === "org_admin" && row.role_id === null && row.disabled === 0;
 }
 

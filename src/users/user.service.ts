@@ -34,12 +34,13 @@ import {
   insertUser,
   isEnabledFullAdministrator,
   listUsers,
+  lockAccount,
   type NewUserRow,
   ownsContent,
   type USER_SORT_FIELDS,
   type UserRow,
+  updateRoleQuery,
   updateUser,
-  updateUserQuery,
 } from "./user.repository.js";
 
 export interface NewUser {
@@ -342,7 +343,7 @@ export class UserService {
     }
     await this.db.transaction(
       async (trx) => {
-        const row = await findUserForUpdate(trx, this.db.engine, username);
+        const row = await lockAccount(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         requireMayManageAccountOf(caller, row, disabled ? "disable" : "enable");
         // Enabling also ends a lockout after failed sign-ins, on an enabled account too.
@@ -377,7 +378,7 @@ export class UserService {
     requirePrivilege(caller, "portal:admin:changeUserRoles");
     await this.db.transaction(
       async (trx) => {
-        const row = await findUserForUpdate(trx, this.db.engine, username);
+        const row = await lockAccount(trx, this.db.engine, username);
         if (!row) throw errors.userNotFound(username);
         const resolved = await resolveRole(trx, role, "role");
         requireMayManageAccountOf(caller, row, "change the role of");
@@ -385,14 +386,7 @@ export class UserService {
         if (resolved.role === row.role && resolved.roleId === row.role_id) return undefined;
         const now = Date.now();
         // Nothing here catches its failure: it may travel with the next statement (`later`).
-        await later(
-          trx,
-          updateUserQuery(trx, row.id, {
-            role: resolved.role,
-            role_id: resolved.roleId,
-            modified: now,
-          }).compile(),
-        );
+        await later(trx, updateRoleQuery(trx, row.id, resolved.role, resolved.roleId, now));
         if (isEnabledFullAdministrator(row)) {
           await this.ensureAnAdministratorRemains(trx, "change the role of the last administrator");
         }
