@@ -107,11 +107,14 @@ export class PeerEndpoint {
   /** Answers a signed call from another portal of a collaboration. */
   async answer(envelope: PeerEnvelope, signature: string): Promise<Record<string, unknown>> {
     const selfId = await this.selfId();
-    // Side by side: on PostgreSQL each is a round trip of its own.
-    const [from, collab] = await Promise.all([
-      findParticipant(this.db.kysely, String(envelope.collaborationId), String(envelope.from)),
-      findCollaboration(this.db.kysely, String(envelope.collaborationId)),
-    ]);
+    // One after the other, not side by side: the signature is not checked yet, and an unsigned
+    // caller must not hold two pooled connections at once.
+    const from = await findParticipant(
+      this.db.kysely,
+      String(envelope.collaborationId),
+      String(envelope.from),
+    );
+    const collab = await findCollaboration(this.db.kysely, String(envelope.collaborationId));
     // Before the signature is checked, every refusal reads the same (`peerCallRefused`), so that
     // nobody learns from this endpoint which collaborations exist; the log says which it was.
     const refuse = (why: string) => {

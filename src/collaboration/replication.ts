@@ -10,7 +10,7 @@ import {
 import {
   deleteItem,
   findItem,
-  findItems,
+  findItemsForUpdate,
   insertItem,
   insertItems,
   replaceTags,
@@ -20,7 +20,7 @@ import {
   updateItem,
   updateItems,
 } from "../content/item.repository.js";
-import type { Db, Queryable } from "../db/database.js";
+import type { Db, Engine, Queryable } from "../db/database.js";
 import { type ChangeEvent, recordEvent, recordEvents } from "../events/outbox.js";
 import { dropServiceStorage } from "../features/layer-store.js";
 import { findGroup } from "../groups/group.repository.js";
@@ -275,7 +275,7 @@ export async function applyItems(
   let stored = new Map<string, ItemAction>();
   if (packages.length > 1) {
     try {
-      stored = await db.transaction((trx) => storePage(trx, target, group, packages));
+      stored = await db.transaction((trx) => storePage(trx, db.engine, target, group, packages));
     } catch {
       // Not a failure of any item yet: each is tried alone below, and fails with its own reason.
     }
@@ -355,6 +355,7 @@ function packageFiles(pkg: ItemPackage, itemId: string): NewFile[] {
  */
 async function storePage(
   trx: Queryable,
+  engine: Engine,
   target: Target,
   owner: { id: string; owner_id: string; owner: string },
   packages: readonly ItemPackage[],
@@ -365,7 +366,11 @@ async function storePage(
     target.originPortalId,
     packages.map((p) => p.id),
   );
-  const items = new Map((await findItems(trx, [...new Set(copies.values())])).map((i) => [i.id, i]));
+  // Locked: a reassignment or sharing change committing meanwhile would otherwise leave the new
+  // tag rows with the owner and access read here.
+  const items = new Map(
+    (await findItemsForUpdate(trx, engine, [...new Set(copies.values())])).map((i) => [i.id, i]),
+  );
   const now = Date.now();
   const made = packages.filter((pkg) => !copies.has(pkg.id)).map((pkg) => ({ pkg, itemId: newId() }));
   const changed = packages.flatMap((pkg) => {

@@ -41,6 +41,22 @@ export function findItemForUpdate(q: Queryable, engine: Engine, id: string): Pro
   return (engine === "postgres" ? query.forUpdate() : query).executeTakeFirst();
 }
 
+/**
+ * Several items by id, locked on PostgreSQL until the transaction ends (taken in id order, so that
+ * two transactions locking overlapping sets wait rather than deadlock): what a change of many
+ * copies from them (the owner, access and time its tag rows copy) is then what it writes over, as
+ * `findItemForUpdate` does for one. Ids of missing items are left out.
+ */
+export function findItemsForUpdate(q: Queryable, engine: Engine, ids: readonly string[]): Promise<ItemRow[]> {
+  if (ids.length === 0) return Promise.resolve([]);
+  const query = q
+    .selectFrom("items")
+    .selectAll()
+    .where("id", "in", [...ids])
+    .orderBy("id");
+  return (engine === "postgres" ? query.forUpdate() : query).execute();
+}
+
 /** Several items by id, in one query; ids of missing items are left out. */
 export function findItems(q: Queryable, ids: readonly string[]): Promise<ItemRow[]> {
   if (ids.length === 0) return Promise.resolve([]);
