@@ -93,6 +93,27 @@ describe.each(["sqlite", "postgres"] as const)("ItemStatements (%s)", (engine) =
     expect(statements.cachedShapes).toBe(7 * 3);
   });
 
+  it("learns a shape when it comes again, not on its first search", () => {
+    const statements = new ItemStatements(q);
+    const first = statements.page(criteria("owner:alice"), ORG, member("u1"), sort, page, ctx(1));
+    expect(statements.cachedShapes).toBe(0);
+    expect(sent(first)).toEqual(
+      sent(findItems(q, criteria("owner:alice"), ORG, member("u1"), sort, page, ctx(1))),
+    );
+    statements.page(criteria("owner:bob"), ORG, member("u2"), sort, page, ctx(2));
+    expect(statements.cachedShapes).toBe(1);
+    // Another offset is another shape: seen once, not learned.
+    statements.page(
+      criteria("owner:bob"),
+      ORG,
+      member("u2"),
+      sort,
+      { ...page, offset: page.offset + 10 },
+      ctx(2),
+    );
+    expect(statements.cachedShapes).toBe(1);
+  });
+
   it("keeps shapes apart: each statement carries its own search's values", () => {
     const statements = new ItemStatements(q);
     const byOwner = statements.page(criteria("owner:Alice"), ORG, member("u1"), sort, page, ctx(1));

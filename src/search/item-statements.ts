@@ -63,6 +63,12 @@ interface Shape {
  */
 export class ItemStatements {
   private readonly templates = new Map<string, Template | null>();
+  /**
+   * Shapes seen once: learning costs two compilations, so a shape is learned when it comes again.
+   * A client paging through ever new offsets, or sending ever new trees, then costs one
+   * compilation per search as without the cache, and does not push out the shapes in use.
+   */
+  private readonly seenOnce = new Set<string>();
 
   constructor(private readonly q: Queryable) {}
 
@@ -121,6 +127,12 @@ export class ItemStatements {
     const key = `${kind}|${shape.key}`;
     let template = this.templates.get(key);
     if (template === undefined) {
+      if (!this.seenOnce.has(key)) {
+        if (this.seenOnce.size >= SHAPE_LIMIT) this.seenOnce.clear();
+        this.seenOnce.add(key);
+        return compile({ criteria, viewer, ctx });
+      }
+      this.seenOnce.delete(key);
       template = learn(shape, compile);
       if (this.templates.size >= SHAPE_LIMIT) this.templates.clear();
       this.templates.set(key, template);
