@@ -13,9 +13,14 @@ import type { Config } from "../config.js";
 import { isConnectionLoss, isPoolWaitTimeout } from "../db/availability.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
-import { AccessLog, asyncStdout, requestChildLogger, requestId } from "../observability/logging.js";
+import {
+  AccessLog,
+  asyncStdout,
+  loggedRequest,
+  requestChildLogger,
+  requestId,
+} from "../observability/logging.js";
 import type { Metrics } from "../observability/metrics.js";
-import { redactUrl } from "../observability/redact.js";
 import type { Services } from "../services.js";
 import { parseQueryString, registerBodyParsers } from "./body.js";
 import { registerConsole } from "./console.js";
@@ -65,11 +70,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
             // request is logged as these three fields (every line that names one, whatever it
             // passes as `req`), never its headers or body, and the URL without secret values.
             serializers: {
-              req: (req: FastifyRequest) => ({
-                method: req.method,
-                url: redactUrl(req.url),
-                remoteAddress: req.ip,
-              }),
+              req: loggedRequest,
             },
             ...("stream" in loggerOptions ? {} : { stream: asyncStdout() }),
             ...loggerOptions,

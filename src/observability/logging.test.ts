@@ -1,10 +1,12 @@
+import { execFileSync, spawn } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
+import type { FastifyReply, FastifyRequest } from "fastify";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { BatchedOutput, requestChildLogger } from "./logging.js";
+import { AccessLog, BatchedOutput, loggedRequest, requestChildLogger } from "./logging.js";
 
 function capture(level = "info") {
   const lines: Record<string, unknown>[] = [];
@@ -66,6 +68,44 @@ describe("request loggers", () => {
   });
 });
 
+describe("the access line", () => {
+  // The parts of a request and a reply the line reads; Fastify's own objects in a served request.
+  function served(logger: pino.Logger, url: string, elapsedTime: number) {
+    const request = { id: "req-1", method: "GET", url, ip: "10.0.0.9", server: { log: logger } };
+    const reply = { statusCode: 200, elapsedTime };
+    return [request as unknown as FastifyRequest, reply as unknown as FastifyReply] as const;
+  }
+
+  it("is the line pino writes for the same fields, URL secrets redacted", () => {
+    const { lines, logger } = capture();
+    const [request, reply] = served(logger, '/a?f=json&token=s3cr3t&q="quoted" \\ é', 0.25);
+    new AccessLog().requestCompleted(null, request, reply);
+    logger.info(
+      { reqId: "req-1", req: loggedRequest(request), res: { statusCode: 200 }, responseTime: 0.25 },
+      "request completed",
+    );
+    expect(lines).toHaveLength(2);
+    const [built, byPino] = lines.map(({ time, ...rest }) => ({ ...rest, time: typeof time }));
+    expect(built).toEqual(byPino);
+    expect(built).toMatchObject({
+      level: 30,
+      pid: process.pid,
+      req: { url: '/a?f=json&token=[REDACTED]&q="quoted" \\ é', remoteAddress: "10.0.0.9" },
+      time: "number",
+    });
+  });
+
+  it("is written only at info or below, and says null for a time it does not have", () => {
+    const quiet = capture("warn");
+    new AccessLog().requestCompleted(null, ...served(quiet.logger, "/a", 1));
+    expect(quiet.lines).toHaveLength(0);
+    const { lines, logger } = capture("debug");
+    new AccessLog().requestCompleted(null, ...served(logger, "/a", Number.NaN));
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.responseTime).toBeNull();
+  });
+});
+
 describe("batched standard output", () => {
   function file() {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-log-"));
@@ -98,6 +138,33 @@ describe("batched standard output", () => {
       expect(await settled(out.text, "one\ntwo\nthree\nfour\n")).toBe("one\ntwo\nthree\nfour\n");
     } finally {
       out.done();
+    }
+  });
+
+  it("writes to a pipe the lines of each turn together, in order", async () => {
+    // A pipe can wait on its reader: it gets the asynchronous writes (a file gets synchronous ones).
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-log-"));
+    const fifo = path.join(dir, "pipe");
+    execFileSync("mkfifo", [fifo]);
+    const reader = spawn("cat", [fifo], { stdio: ["ignore", "pipe", "inherit"] });
+    let text = "";
+    reader.stdout.on("data", (chunk) => {
+      text += String(chunk);
+    });
+    // Opening a pipe to write waits for its reader: `cat` above.
+    const fd = fs.openSync(fifo, "w");
+    try {
+      expect(fs.fstatSync(fd).isFIFO()).toBe(true);
+      const dest = new BatchedOutput(fd);
+      for (let i = 0; i < 1000; i++) dest.write(`line ${i}\n`);
+      await new Promise((resolve) => setImmediate(resolve));
+      dest.write("after\n");
+      const expected = `${Array.from({ length: 1000 }, (_, i) => `line ${i}\n`).join("")}after\n`;
+      expect(await settled(() => text, expected)).toBe(expected);
+    } finally {
+      fs.closeSync(fd);
+      reader.kill();
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -3,6 +3,7 @@ import fs from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import pino, { type Bindings, type ChildLoggerOptions } from "pino";
+import { redactUrl } from "./redact.js";
 
 /**
  * Request ids on every line about a request. Fastify binds `reqId` to `request.log`, and the
@@ -104,10 +105,25 @@ export function requestChildLogger(logger: Logger, bindings: Bindings, options: 
 }
 
 /**
+ * The request as every log line shows it (the `req` serializer and the access line): method, URL
+ * with the values of secret parameters redacted, and address; never headers or body, which carry
+ * credentials.
+ */
+export function loggedRequest(req: FastifyRequest): { method: string; url: string; remoteAddress: string } {
+  return { method: req.method, url: redactUrl(req.url), remoteAddress: req.ip };
+}
+
+/**
  * The access log: one line per answered request, written when the answer is complete, with the
  * request (method, URL with its secrets redacted, address), the status and the time taken, where
  * Fastify writes two (`incoming request` and `request completed`). Half the lines is half the
  * logging cost of a request, and the line that says how a request ended says what it was.
+ *
+ * The line of a request that succeeded is put together here, in pino's format (level, time, the
+ * logger's bindings, then the fields), and handed to the logger's destination: pino's general path
+ * (serializers, a merge of the fields, its string builder) costs ~2.5 µs a line where this costs
+ * under 1 (measured with 300,000 lines, 4 per event-loop turn), and at `info`, the default, every
+ * request writes one. Errored requests, rare, go through pino with the error serialized.
  */
 export class AccessLog extends LogController {
   override incomingRequest(): void {}
@@ -119,11 +135,27 @@ export class AccessLog extends LogController {
   ): void {
     if (this.isLogDisabled(request)) return;
     // Through the server's logger, naming the request: no child logger is made for the line.
-    const log = request.server.log;
-    const line = { reqId: request.id, req: request, res: reply, responseTime: reply.elapsedTime };
-    if (error) log.error({ ...line, err: error }, "request errored");
-    else log.info(line, "request completed");
+    const log = request.server.log as pino.Logger;
+    if (error) {
+      log.error(
+        { reqId: request.id, req: request, res: reply, responseTime: reply.elapsedTime, err: error },
+        "request errored",
+      );
+      return;
+    }
+    if (!log.isLevelEnabled("info")) return;
+    const destination = (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
+    const bindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym];
+    destination?.write(
+      `{"level":30,"time":${Date.now()}${bindings},"reqId":${JSON.stringify(request.id)},"req":${JSON.stringify(loggedRequest(request))},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsed(reply)},"msg":"request completed"}\n`,
+    );
   }
+}
+
+/** The time taken, as pino would write it (JSON has no NaN: a reply never started has none). */
+function elapsed(reply: FastifyReply): number | null {
+  const ms = reply.elapsedTime;
+  return Number.isFinite(ms) ? ms : null;
 }
 
 /** Lines held while standard output does not take them (a full pipe): beyond this they are counted and dropped. */
@@ -140,6 +172,13 @@ const MAX_HELD_BYTES = 64 * 1024 * 1024;
  * line. Measured with one line per turn (a small loop beside this file's history): ~6 µs of CPU per
  * line with sonic-boom, ~2.5 µs gathered per turn.
  *
+ * When standard output is a regular file (`npm start > portico.log`), the batch is written
+ * synchronously at the end of the turn instead: a write to a file lands in the page cache and waits
+ * for no reader, and handing it to the thread pool and taking its completion back costs more than
+ * the write itself (~1 µs a line of the ~4 µs of the whole asynchronous path, same loop; pino's own
+ * default destination writes synchronously too). Pipes, terminals and sockets, which can wait on
+ * their reader, keep the asynchronous write.
+ *
  * What is still held when the process exits (`process.exit` after a signal, the end of the event
  * loop, an uncaught error) is written synchronously then; only a process killed outright (SIGKILL,
  * out of memory) loses its last lines. A pipe that stops taking lines (`EAGAIN`) is retried; one
@@ -152,11 +191,14 @@ export class BatchedOutput implements pino.DestinationStream {
   #dropped = 0;
   #writing: Buffer | undefined;
   #scheduled = false;
+  /** Whether batches are written synchronously: `fd` is a regular file (see above). */
+  readonly #toFile: boolean;
 
   constructor(
     private readonly fd: number,
     private readonly maxHeldBytes = MAX_HELD_BYTES,
   ) {
+    this.#toFile = isRegularFile(fd);
     process.on("exit", () => this.flushSync());
   }
 
@@ -176,8 +218,22 @@ export class BatchedOutput implements pino.DestinationStream {
     setImmediate(() => {
       this.#scheduled = false;
       const batch = this.#take();
-      if (batch) this.#send(batch);
+      if (!batch) return;
+      if (this.#toFile) this.#writeNow(batch);
+      else this.#send(batch);
     });
+  }
+
+  /** Writes a batch to a regular file at once; what the file does not take goes the asynchronous way. */
+  #writeNow(batch: Buffer): void {
+    let offset = 0;
+    try {
+      while (offset < batch.length) offset += fs.writeSync(this.fd, batch, offset);
+    } catch (err) {
+      // A full disk or a failing one: the lines are lost, as with an asynchronous write.
+      if ((err as NodeJS.ErrnoException).code !== "EAGAIN") return;
+      this.#send(batch.subarray(offset));
+    }
   }
 
   #take(): Buffer | undefined {
@@ -232,6 +288,14 @@ export class BatchedOutput implements pino.DestinationStream {
         if ((err as NodeJS.ErrnoException).code !== "EAGAIN") return;
       }
     }
+  }
+}
+
+function isRegularFile(fd: number): boolean {
+  try {
+    return fs.fstatSync(fd).isFile();
+  } catch {
+    return false;
   }
 }
 
