@@ -89,8 +89,8 @@ export const USAGE = `usage: npm run bench -- [flags]
   --items N          items of the search case's portal (default: 100000, then 1000000 on a
                      portal of its own; alone unless --cases is given)
   --points N         points of the features and postgis cases' layer (default 1000000)
-  --cpu-prof DIR     write a CPU profile of the features, reads, search (or writes), delivery
-                     and sync cases' portico servers into DIR
+  --cpu-prof DIR     write a CPU profile of the features, reads, search (or writes), delivery,
+                     sync and nodes cases' portico servers into DIR (a node's by its process id)
   --attacks LIST     the attacks of the abuse case to run, of ${ATTACK_IDS.join(", ")}
                      (default all; alone unless --cases is given)
   --nodes N          run the multi-node case with N nodes (default 2; alone unless --cases is

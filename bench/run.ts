@@ -451,7 +451,13 @@ async function main(): Promise<number> {
     try {
       scaling.push(
         await measureNodes(pgEngine, options.nodes, options.users, settings, {
-          start: (store) => startPortico(pgEngine, store),
+          // Each node's profile is named by its process id: the first node is the one measured alone.
+          start: (store) =>
+            startPortico(
+              pgEngine,
+              store,
+              options.cpuProfileDir ? ["--cpu-prof", `--cpu-prof-dir=${options.cpuProfileDir}`] : [],
+            ),
           seedUsers,
           measure,
           say,
