@@ -113,7 +113,7 @@ function sumCpuSeconds(pids: readonly number[]): number | undefined {
 const TICKS_PER_SECOND = 100;
 
 /** User and system CPU seconds a process has used, from /proc; undefined without /proc. */
-function cpuSeconds(pid: number): number | undefined {
+export function cpuSeconds(pid: number): number | undefined {
   let stat: string;
   try {
     stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");

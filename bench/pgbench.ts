@@ -9,7 +9,8 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
-import type { LoadSettings } from "./load.js";
+import pg from "pg";
+import { cpuSeconds, type LoadSettings } from "./load.js";
 import { createStore, type Engine } from "./stores.js";
 
 const run = promisify(execFile);
@@ -48,7 +49,59 @@ export interface PgbenchFigures {
   latencyMs: number;
   clients: number;
   command: string;
+  /**
+   * Microseconds of CPU time (user and system) of pgbench's server processes per transaction,
+   * read from /proc while they run; undefined when they could not be seen (a server elsewhere).
+   */
+  dbCpuUsPerTx: number | undefined;
 }
+
+/**
+ * Samples the CPU time of the server processes connected to `url`'s database (pgbench's sessions,
+ * which end with it, so they are read while they run) every `POLL_MS`, from /proc. `stop` gives the
+ * CPU seconds they used per second between the first and the last sample.
+ */
+async function sampleBackends(url: string): Promise<{ stop(): Promise<number | undefined> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const first = new Map<number, { cpu: number; at: number }>();
+  const last = new Map<number, { cpu: number; at: number }>();
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const { rows } = await client.query<{ pid: number }>(
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()",
+      );
+      const at = performance.now();
+      for (const { pid } of rows) {
+        const cpu = cpuSeconds(pid);
+        if (cpu === undefined) continue;
+        if (!first.has(pid)) first.set(pid, { cpu, at });
+        last.set(pid, { cpu, at });
+      }
+      await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+    }
+  })();
+  return {
+    async stop() {
+      stopped = true;
+      await loop.catch(() => {});
+      await client.end().catch(() => {});
+      let cpu = 0;
+      let from = Number.POSITIVE_INFINITY;
+      let to = 0;
+      for (const [pid, a] of first) {
+        const b = last.get(pid) as { cpu: number; at: number };
+        cpu += b.cpu - a.cpu;
+        from = Math.min(from, a.at);
+        to = Math.max(to, b.at);
+      }
+      return to > from ? cpu / ((to - from) / 1000) : undefined;
+    },
+  };
+}
+
+const POLL_MS = 100;
 
 /** The `pgbench` binary: on PATH, else the newest under /usr/lib/postgresql (Debian layout). */
 export function pgbenchBinary(): string {
@@ -93,7 +146,9 @@ export async function measurePgbench(engine: Engine, settings: LoadSettings): Pr
       url,
     ];
     if (settings.warmupS > 0) await run(binary, args(settings.warmupS));
+    const sampler = await sampleBackends(url);
     const { stdout } = await run(binary, args(settings.durationS));
+    const cpuPerSecond = await sampler.stop();
     const tps = /tps = ([\d.]+)/.exec(stdout)?.[1];
     const latency = /latency average = ([\d.]+) ms/.exec(stdout)?.[1];
     if (!tps) throw new Error(`pgbench printed no tps: ${stdout.slice(0, 500)}`);
@@ -101,6 +156,7 @@ export async function measurePgbench(engine: Engine, settings: LoadSettings): Pr
       tps: Number(tps),
       latencyMs: Number(latency ?? Number.NaN),
       clients,
+      dbCpuUsPerTx: cpuPerSecond === undefined ? undefined : (cpuPerSecond * 1e6) / Number(tps),
       command: `pgbench -n -c ${clients} -j ${threads} -T ${settings.durationS} -f <select-for-update/update/insert>`,
     };
   } finally {

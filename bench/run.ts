@@ -340,7 +340,12 @@ async function main(): Promise<number> {
         settings.connections,
         cpuProfile ? ["--cpu-prof", `--cpu-prof-dir=${cpuProfile}`] : [],
       );
-      const write = writeCase(pgEngine, session.server.url, session.token, session.users);
+      const pids = databasePids(session.store);
+      const write = {
+        ...writeCase(pgEngine, session.server.url, session.token, session.users),
+        serverPid: session.server.pid,
+        ...(pids === undefined ? {} : { databasePids: pids }),
+      };
       // The warm-up apart, so that the server's CPU time is read over the measured load alone.
       await runLoad(write, { ...settings, durationS: settings.warmupS, warmupS: 0 });
       const cpuBefore = session.server.cpuMs();
@@ -877,7 +882,10 @@ async function measureDeliveries(
 async function measureAnchor(engine: Engine, settings: LoadSettings): Promise<PgbenchFigures> {
   const figures = await measurePgbench(engine, settings);
   say(
-    `  ${"pgbench, same shape".padEnd(34)} ${rate(figures.tps).padStart(7)} tx/s   mean ${ms(figures.latencyMs).padStart(7)}  (${figures.command})`,
+    `  ${"pgbench, same shape".padEnd(34)} ${rate(figures.tps).padStart(7)} tx/s   mean ${ms(figures.latencyMs).padStart(7)}  (${figures.command})` +
+      (figures.dbCpuUsPerTx === undefined
+        ? ""
+        : `  PostgreSQL CPU ${Math.round(figures.dbCpuUsPerTx)} µs/tx`),
   );
   return figures;
 }

@@ -3,7 +3,7 @@ import { CompiledQuery } from "kysely";
 import pg from "pg";
 import type { Availability } from "./availability.js";
 import type { Queryable } from "./database.js";
-import { deferred } from "./pg-driver.js";
+import { deferred, prepared } from "./pg-driver.js";
 
 /**
  * What in-memory caches may be holding that a change makes stale:
@@ -146,10 +146,12 @@ export class ChangeFeed {
     // PostgreSQL's text, written once: compiling it with Kysely on every write cost more than sending it.
     await trx.executeQuery(
       deferred(
-        CompiledQuery.raw("INSERT INTO change_log (node, changes) VALUES ($1, $2)", [
-          this.node,
-          changes.join(","),
-        ]),
+        prepared(
+          CompiledQuery.raw("INSERT INTO change_log (node, changes) VALUES ($1, $2)", [
+            this.node,
+            changes.join(","),
+          ]),
+        ),
       ),
     );
   }

@@ -352,14 +352,17 @@ function watchedClient(timeoutMs: number): typeof pg.Client {
     // biome-ignore lint/suspicious/noExplicitAny: forwards every overload of pg's query unchanged
     override query(...args: any[]): any {
       const result = (super.query as (...a: unknown[]) => unknown)(...args);
-      if (result instanceof Promise) {
+      // A promise, or a Submittable that says when it is answered (the batching driver's pipeline).
+      const answered =
+        result instanceof Promise ? result : (result as { answered?: unknown } | undefined)?.answered;
+      if (answered instanceof Promise) {
         const timer = setTimeout(() => {
           this.connection.stream.destroy(
             new Error(`Connection terminated: no answer from the database in ${timeoutMs / 1000} s`),
           );
         }, timeoutMs);
         const done = () => clearTimeout(timer);
-        result.then(done, done);
+        answered.then(done, done);
       }
       return result;
     }

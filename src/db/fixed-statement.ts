@@ -1,5 +1,6 @@
 import { type CompiledQuery, createQueryId } from "kysely";
 import type { Queryable } from "./database.js";
+import { prepared } from "./pg-driver.js";
 
 /**
  * Marks a value while a statement is compiled. NUL is in no value these statements carry (it is
@@ -38,13 +39,14 @@ export function fixedStatement<V extends readonly unknown[]>(
       templates.set(adapter, template);
     }
     const parameters = template.sources.map((s) => ("value" in s ? values[s.value] : s.constant));
-    // A query id of its own, as Kysely gives each compilation (plugins key results by it).
-    return {
+    // A query id of its own, as Kysely gives each compilation (plugins key results by it). Its
+    // text is fixed, so PostgreSQL can keep it parsed and planned per connection.
+    return prepared({
       query: template.compiled.query,
       queryId: createQueryId(),
       sql: template.compiled.sql,
       parameters,
-    };
+    });
   };
 }
 

@@ -1,7 +1,7 @@
 import { CompiledQuery, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BatchingPostgresDriver, inline, inOneMessage } from "./pg-driver.js";
+import { BatchingPostgresDriver, deferred, inline, inOneMessage, prepared } from "./pg-driver.js";
 
 describe("inline (values written into joined statements)", () => {
   it("writes strings, numbers, booleans and nulls as quoted literals outside quotes", () => {
@@ -146,4 +146,146 @@ describe("statements sent in one message", () => {
       expect(rows).toEqual([{ t: "0" }]);
     });
   }
+});
+
+/**
+ * Prepared statements (parsed once per connection, then only bound) in transactions, with the
+ * statements around them in one pipeline, on the real server through the driver.
+ */
+describe("prepared statements", () => {
+  const url = process.env.PORTICO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const schema = `driver_prepared_${process.pid}`;
+  const admin = new pg.Client({ connectionString: url });
+  const pool = new pg.Pool({
+    connectionString: url,
+    // Two connections, so that both have to prepare; every table in a schema of this file's own.
+    max: 2,
+    options: `-c search_path=${schema}`,
+  });
+  const db = new Kysely<unknown>({
+    dialect: {
+      createDriver: () => new BatchingPostgresDriver(pool),
+      createQueryCompiler: () => new PostgresQueryCompiler(),
+      createAdapter: () => new PostgresAdapter(),
+      createIntrospector: (k) => new PostgresIntrospector(k),
+    },
+  });
+  const insert = (id: number, v: unknown) =>
+    deferred(prepared(CompiledQuery.raw("INSERT INTO t (id, v) VALUES ($1, $2)", [id, v])));
+  const lock = (id: number) => prepared(CompiledQuery.raw("SELECT * FROM t WHERE id = $1 FOR UPDATE", [id]));
+  const update = (id: number, v: unknown) =>
+    prepared(CompiledQuery.raw("UPDATE t SET v = $2 WHERE id = $1", [id, v]));
+  const all = async () => (await admin.query(`SELECT id, v FROM ${schema}.t ORDER BY id`)).rows;
+  /** Prepared statements of the pool's sessions, as the server lists them. */
+  const preparedOnServer = async () => {
+    const clients = await Promise.all([pool.connect(), pool.connect()]);
+    try {
+      return await Promise.all(
+        clients.map(
+          async (c) => (await c.query("SELECT name FROM pg_prepared_statements ORDER BY name")).rows.length,
+        ),
+      );
+    } finally {
+      for (const c of clients) c.release();
+    }
+  };
+
+  beforeAll(async () => {
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE; CREATE SCHEMA ${schema}`);
+    await admin.query(`CREATE TABLE ${schema}.t (id int PRIMARY KEY, v text NOT NULL)`);
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  });
+
+  it("binds values to statements parsed once per connection, in one transaction with the rest", async () => {
+    // Concurrent transactions: both connections run (and so prepare) the same statements.
+    await Promise.all(
+      [1, 2, 3, 4].map((id) =>
+        db.transaction().execute(async (trx) => {
+          await trx.executeQuery(insert(id, HOSTILE[id]));
+          const { rows } = await trx.executeQuery(lock(id));
+          expect(rows).toEqual([{ id, v: HOSTILE[id] }]);
+          const updated = await trx.executeQuery(update(id, `${HOSTILE[id]}!`));
+          expect(updated.numAffectedRows).toBe(1n);
+        }),
+      ),
+    );
+    expect(await all()).toEqual([1, 2, 3, 4].map((id) => ({ id, v: `${HOSTILE[id]}!` })));
+    // Hostile values of every kind, as parameters: back exactly.
+    await db.transaction().execute(async (trx) => {
+      for (const [i, value] of [...HOSTILE, "nul\0byte".replace("\0", "")].entries()) {
+        await trx.executeQuery(insert(100 + i, value));
+      }
+    });
+    const stored = (await all()).filter((r) => r.id >= 100);
+    expect(stored.map((r) => r.v)).toEqual([...HOSTILE, "nulbyte"]);
+    // Each session holds the file's statements and BEGIN and COMMIT, parsed once each.
+    const counts = await preparedOnServer();
+    for (const n of counts) expect(n).toBeGreaterThanOrEqual(1);
+    await admin.query(`DELETE FROM ${schema}.t`);
+  });
+
+  it("rolls back the whole transaction when a deferred statement fails, and the connection goes on", async () => {
+    for (let round = 0; round < 3; round++) {
+      const failed = await db
+        .transaction()
+        .execute(async (trx) => {
+          await trx.executeQuery(insert(1, "kept only if all commit"));
+          // A duplicate key: fails when it reaches the server, with the COMMIT.
+          await trx.executeQuery(insert(1, "duplicate"));
+        })
+        .catch((err: unknown) => err);
+      expect((failed as { code?: string }).code).toBe("23505");
+      expect((await all()).filter((r) => r.id === 1)).toEqual([]);
+      // The same statements then work on the same connections.
+      await db.transaction().execute(async (trx) => {
+        await trx.executeQuery(insert(round + 10, "ok"));
+        await trx.executeQuery(update(round + 10, "updated"));
+      });
+    }
+    expect(await all()).toEqual([10, 11, 12].map((id) => ({ id, v: "updated" })));
+    await admin.query(`DELETE FROM ${schema}.t`);
+  });
+
+  it("fails a statement whose value cannot be written before anything is sent", async () => {
+    const failed = await db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.executeQuery(insert(1, "first"));
+        const circular: Record<string, unknown> = {};
+        circular.self = circular;
+        await trx.executeQuery(update(1, circular));
+      })
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(Error);
+    expect(await all()).toEqual([]);
+    await db.transaction().execute(async (trx) => {
+      await trx.executeQuery(insert(1, "then"));
+    });
+    expect(await all()).toEqual([{ id: 1, v: "then" }]);
+    await admin.query(`DELETE FROM ${schema}.t`);
+  });
+
+  it("parses a statement again after a change of its table made its plan unusable", async () => {
+    await admin.query(`INSERT INTO ${schema}.t VALUES (1, 'a')`);
+    const read = () => db.transaction().execute(async (trx) => (await trx.executeQuery(lock(1))).rows);
+    // Prepared on both connections.
+    await Promise.all([read(), read()]);
+    await admin.query(`ALTER TABLE ${schema}.t ADD COLUMN w text NOT NULL DEFAULT 'w'`);
+    // A `SELECT *` prepared before the change fails once on each connection ("cached plan must not
+    // change result type"); it is then parsed again and answers with the new column.
+    const first = await Promise.allSettled([read(), read()]);
+    for (const r of first) {
+      if (r.status === "rejected") expect((r.reason as { code?: string }).code).toBe("0A000");
+      else expect(r.value).toEqual([{ id: 1, v: "a", w: "w" }]);
+    }
+    expect(await Promise.all([read(), read()])).toEqual([
+      [{ id: 1, v: "a", w: "w" }],
+      [{ id: 1, v: "a", w: "w" }],
+    ]);
+  });
 });

@@ -1,3 +1,4 @@
+import { createRequire } from "node:module";
 import {
   CompiledQuery,
   type DatabaseConnection,
@@ -6,6 +7,11 @@ import {
   type TransactionSettings,
 } from "kysely";
 import type pg from "pg";
+
+/** node-postgres's own mapping of a value to its wire text, as every `client.query` applies it. */
+const { prepareValue } = createRequire(import.meta.url)("pg/lib/utils") as {
+  prepareValue: (value: unknown) => string | Buffer | null;
+};
 
 /**
  * Kysely's PostgreSQL driver, sending fewer messages. node-postgres waits for each statement's
@@ -29,6 +35,13 @@ import type pg from "pg";
  * `standard_conforming_strings`; only strings (without NUL), finite numbers, bigints, booleans and
  * nulls are written so, in SQL whose every `$n` stands outside quotes and comments; any other
  * statement is sent on its own, as Kysely's driver would, after what is pending.
+ *
+ * Statements marked `prepared` (texts that never change, with values: the hot writes' lock, update
+ * and inserts) take the extended protocol instead: each connection parses and plans such a text
+ * once, as a named statement, and then only binds values to it. A message that holds one goes as
+ * one pipeline (Bind/Execute per statement, BEGIN and COMMIT included, one Sync at the end): the
+ * same single round trip, and after an error the server skips the rest up to the Sync, as it skips
+ * the rest of a simple-protocol message.
  */
 export class BatchingPostgresDriver implements Driver {
   private readonly connections = new WeakMap<pg.PoolClient, BatchingConnection>();
@@ -97,6 +110,36 @@ export function deferred(query: CompiledQuery): CompiledQuery {
   return query;
 }
 
+/** Statements a caller marked as preparable (see `prepared`). */
+const preparable = new WeakSet<CompiledQuery>();
+
+/**
+ * Marks `query`, whose text serves many values and is one of a fixed few (a statement of code, not
+ * one built per request), to be parsed once per connection on PostgreSQL and then only given its
+ * values (a named prepared statement). Other drivers run it as usual.
+ */
+export function prepared(query: CompiledQuery): CompiledQuery {
+  preparable.add(query);
+  return query;
+}
+
+/**
+ * The name each prepared text has on every connection: stable for the process, one per text. The
+ * texts are code's, so few; past `PREPARED_NAMES_LIMIT` (a run of tests, each with a schema of its
+ * own, could make more) further texts are sent unprepared.
+ */
+const preparedNames = new Map<string, string>();
+const PREPARED_NAMES_LIMIT = 1000;
+
+function preparedName(sql: string): string | undefined {
+  let name = preparedNames.get(sql);
+  if (name === undefined && preparedNames.size < PREPARED_NAMES_LIMIT) {
+    name = `portico_${preparedNames.size + 1}`;
+    preparedNames.set(sql, name);
+  }
+  return name;
+}
+
 /** What each query made by `inOneMessage` stands for. */
 const groups = new WeakMap<CompiledQuery, { statements: readonly CompiledQuery[]; settings: number }>();
 
@@ -126,14 +169,32 @@ function identifier(name: string): string {
   return name;
 }
 
+/** One statement of a message: its text and values. */
+interface Step {
+  sql: string;
+  parameters: readonly unknown[];
+  /** Its prepared statement's name, if it is one. */
+  name: string | undefined;
+}
+
 class BatchingConnection implements DatabaseConnection {
   /** BEGIN not yet sent, if the transaction has sent nothing yet. */
   private pendingBegin: string | undefined;
   private inTransaction = false;
-  /** Deferred statements, their values written in. */
-  private pending: string[] = [];
+  /** Deferred statements not yet sent (each inlinable, or prepared). */
+  private pending: CompiledQuery[] = [];
+  /**
+   * The prepared statements this connection's server session holds: `ready`, or `unsure` when a
+   * message that parsed or ran it failed there (it may exist or not: closed before it is parsed
+   * again, which is no error if it does not exist).
+   */
+  private readonly statements = new Map<string, "ready" | "unsure">();
+  /** node-postgres's parsers of this connection (the pool's `types`). */
+  private readonly types: TypeParsers;
 
-  constructor(private readonly client: pg.PoolClient) {}
+  constructor(private readonly client: pg.PoolClient) {
+    this.types = { getTypeParser: (oid, format) => client.getTypeParser(oid, format) };
+  }
 
   begin(statement: string): void {
     this.pendingBegin = statement;
@@ -155,7 +216,11 @@ class BatchingConnection implements DatabaseConnection {
     }
     const head = this.pendingBegin ? [this.pendingBegin] : [];
     this.pendingBegin = undefined;
-    await this.client.query([...head, ...pending, statement].join("; "));
+    if (pending.some((q) => preparable.has(q))) {
+      await this.pipeline([...head.map(textStep), ...pending.map(step), textStep(statement)]);
+      return;
+    }
+    await this.client.query([...head, ...pending.map(inlined), statement].join("; "));
   }
 
   release(): void {
@@ -176,12 +241,21 @@ class BatchingConnection implements DatabaseConnection {
       const { rows } = await this.sendGroup(group.statements);
       return { rows: rows.slice(group.settings) as R[] };
     }
-    if (this.inTransaction && deferrable.has(compiled)) {
-      const inlined = inline(compiled.sql, compiled.parameters);
-      if (inlined !== undefined) {
-        this.pending.push(inlined);
-        return { rows: [] };
-      }
+    if (
+      this.inTransaction &&
+      deferrable.has(compiled) &&
+      ((preparable.has(compiled) && preparedName(compiled.sql) !== undefined) ||
+        inline(compiled.sql, compiled.parameters) !== undefined)
+    ) {
+      this.pending.push(compiled);
+      return { rows: [] };
+    }
+    if (preparable.has(compiled) && preparedName(compiled.sql) !== undefined) {
+      const head = [...(this.pendingBegin ? [textStep(this.pendingBegin)] : []), ...this.pending.map(step)];
+      this.pendingBegin = undefined;
+      this.pending = [];
+      const results = await this.pipeline([...head, step(compiled)]);
+      return results[results.length - 1] as QueryResult<R>;
     }
     return this.send(compiled.sql, compiled.parameters);
   }
@@ -210,13 +284,29 @@ class BatchingConnection implements DatabaseConnection {
     }
   }
 
+  /** `steps` in one extended-protocol pipeline (see the class's comment); each one's result. */
+  private async pipeline(steps: readonly Step[]): Promise<QueryResult<unknown>[]> {
+    // Throws before anything is sent for a value node-postgres cannot write, as its query would.
+    const pipeline = new Pipeline(steps, this.statements, this.types);
+    this.client.query(pipeline as unknown as pg.QueryConfig);
+    return pipeline.answered;
+  }
+
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     // As Kysely's driver does without a cursor configured.
     throw new Error("streaming is not configured for PostgreSQL");
   }
 
   private async send<R>(text: string, parameters: readonly unknown[]): Promise<QueryResult<R>> {
-    const head = [...(this.pendingBegin ? [this.pendingBegin] : []), ...this.pending];
+    if (this.pending.some((q) => preparable.has(q))) {
+      // A prepared statement is pending: everything goes as one pipeline.
+      const head = [...(this.pendingBegin ? [textStep(this.pendingBegin)] : []), ...this.pending.map(step)];
+      this.pendingBegin = undefined;
+      this.pending = [];
+      const results = await this.pipeline([...head, { sql: text, parameters, name: undefined }]);
+      return results[results.length - 1] as QueryResult<R>;
+    }
+    const head = [...(this.pendingBegin ? [this.pendingBegin] : []), ...this.pending.map(inlined)];
     this.pendingBegin = undefined;
     this.pending = [];
     if (head.length > 0) {
@@ -233,6 +323,168 @@ class BatchingConnection implements DatabaseConnection {
     }
     return toQueryResult(await this.client.query(text, [...parameters]));
   }
+}
+
+/** A deferred statement's text with its values written in (it was checked to have one). */
+function inlined(query: CompiledQuery): string {
+  return inline(query.sql, query.parameters) as string;
+}
+
+function textStep(sql: string): Step {
+  return { sql, parameters: [], name: preparedName(sql) };
+}
+
+function step(query: CompiledQuery): Step {
+  return {
+    sql: query.sql,
+    parameters: query.parameters,
+    name: preparable.has(query) ? preparedName(query.sql) : undefined,
+  };
+}
+
+/** The parts of node-postgres's connection a pipeline writes to (its Submittable interface). */
+interface WireConnection {
+  stream: { cork?(): void; uncork?(): void };
+  parse(query: { text: string; name: string; types: number[] }): void;
+  bind(config: { portal: string; statement: string; values: unknown[] }): void;
+  describe(msg: { type: "P"; name: string }): void;
+  execute(config: { portal: string; rows: number }): void;
+  close(msg: { type: "S"; name: string }): void;
+  sync(): void;
+  sendCopyFail(message: string): void;
+}
+
+/** Parsers of values by type, as node-postgres's `types` setting gives them. */
+interface TypeParsers {
+  getTypeParser(oid: number, format: "text" | "binary"): (value: string) => unknown;
+}
+
+interface FieldDescription {
+  name: string;
+  dataTypeID: number;
+  format: "text" | "binary";
+}
+
+/**
+ * Statements sent as one extended-protocol pipeline, given to `client.query` as a Submittable (the
+ * interface node-postgres's own Query and pg-cursor implement): node-postgres sends it when the
+ * connection is free and hands it every answer up to the ReadyForQuery after its Sync.
+ */
+class Pipeline {
+  private readonly values: (string | Buffer | null)[][];
+  private readonly results: QueryResult<unknown>[] = [];
+  /** Statements parsed by this pipeline: name -> index of the step that parses it. */
+  private readonly parsedAt = new Map<string, number>();
+  private fields: FieldDescription[] = [];
+  private parsers: ((value: string) => unknown)[] = [];
+  private rows: Record<string, unknown>[] = [];
+  private failed = false;
+  /** Each statement's result once the server answered the Sync; the first error otherwise. */
+  readonly answered: Promise<QueryResult<unknown>[]>;
+  private resolve!: (results: QueryResult<unknown>[]) => void;
+  private reject!: (err: unknown) => void;
+
+  constructor(
+    private readonly steps: readonly Step[],
+    private readonly statements: Map<string, "ready" | "unsure">,
+    private readonly types: TypeParsers,
+  ) {
+    this.answered = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+    // Before anything is written: a value that cannot be mapped must not leave half a pipeline.
+    this.values = steps.map((s) => s.parameters.map((v) => prepareValue(v)));
+  }
+
+  submit(connection: WireConnection): null {
+    connection.stream.cork?.();
+    try {
+      this.steps.forEach((s, i) => {
+        const name = s.name ?? "";
+        if (s.name === undefined) {
+          connection.parse({ text: s.sql, name, types: [] });
+        } else if (this.statements.get(name) !== "ready") {
+          if (this.statements.get(name) === "unsure") connection.close({ type: "S", name });
+          connection.parse({ text: s.sql, name, types: [] });
+          // Taken as parsed for the steps after it; `handleError` corrects it.
+          this.statements.set(name, "ready");
+          this.parsedAt.set(name, i);
+        }
+        connection.bind({ portal: "", statement: name, values: this.values[i] as unknown[] });
+        connection.describe({ type: "P", name: "" });
+        connection.execute({ portal: "", rows: 0 });
+      });
+      connection.sync();
+    } finally {
+      connection.stream.uncork?.();
+    }
+    return null;
+  }
+
+  handleRowDescription(msg: { fields: FieldDescription[] }): void {
+    this.fields = msg.fields;
+    this.parsers = msg.fields.map((f) => this.types.getTypeParser(f.dataTypeID, f.format || "text"));
+  }
+
+  handleDataRow(msg: { fields: (string | null)[] }): void {
+    const row: Record<string, unknown> = {};
+    msg.fields.forEach((raw, i) => {
+      const field = this.fields[i] as FieldDescription;
+      row[field.name] = raw === null ? null : (this.parsers[i] as (value: string) => unknown)(raw);
+    });
+    this.rows.push(row);
+  }
+
+  handleCommandComplete(msg: { text: string }): void {
+    const [command, a, b] = msg.text.split(" ");
+    const count = Number(b ?? a ?? 0);
+    this.results.push(
+      toQueryResult({ command, rowCount: count, rows: this.rows } as unknown as pg.QueryResult),
+    );
+    this.rows = [];
+    this.fields = [];
+  }
+
+  handleEmptyQuery(): void {
+    this.results.push({ rows: [] });
+  }
+
+  /** The server's error (the steps after the failed one did not run), or the connection's. */
+  handleError(err: unknown): void {
+    if (this.failed) return;
+    this.failed = true;
+    const failedAt = this.results.length;
+    for (const [name, at] of this.parsedAt) {
+      // Parsed past the failure: skipped, never parsed. At it: parsed or not.
+      if (at > failedAt) this.statements.delete(name);
+      else if (at === failedAt) this.statements.set(name, "unsure");
+    }
+    // A prepared statement that failed may have failed as prepared (a plan a table's change made
+    // unusable, "cached plan must not change result type"): parsed again next time.
+    const name = this.steps[failedAt]?.name;
+    if (name !== undefined) this.statements.set(name, "unsure");
+    this.reject(err);
+  }
+
+  handleReadyForQuery(): void {
+    if (this.failed) return;
+    if (this.results.length !== this.steps.length) {
+      this.handleError(
+        new Error(`pipeline of ${this.steps.length} statements answered ${this.results.length}`),
+      );
+      return;
+    }
+    this.resolve(this.results);
+  }
+
+  handlePortalSuspended(): void {}
+
+  handleCopyInResponse(connection: WireConnection): void {
+    connection.sendCopyFail("No source stream defined");
+  }
+
+  handleCopyData(): void {}
 }
 
 function toQueryResult<R>(result: pg.QueryResult): QueryResult<R> {
