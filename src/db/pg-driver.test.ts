@@ -1,7 +1,14 @@
 import { CompiledQuery, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BatchingPostgresDriver, deferred, inline, inOneMessage, prepared } from "./pg-driver.js";
+import {
+  BatchingPostgresDriver,
+  deferred,
+  inline,
+  inOneMessage,
+  prepared,
+  withCachedPlan,
+} from "./pg-driver.js";
 
 describe("inline (values written into joined statements)", () => {
   it("writes strings, numbers, booleans and nulls as quoted literals outside quotes", () => {
@@ -146,6 +153,80 @@ describe("statements sent in one message", () => {
       expect(rows).toEqual([{ t: "0" }]);
     });
   }
+
+  const plans = async () =>
+    (
+      await db.executeQuery<{ statement: string }>(
+        CompiledQuery.raw(
+          "SELECT statement FROM pg_prepared_statements WHERE name LIKE 'portico_plan_%' ORDER BY prepare_time",
+          [],
+        ),
+      )
+    ).rows.map((r) => r.statement);
+
+  it("runs a statement marked withCachedPlan from a statement prepared once on the connection", async () => {
+    const text =
+      "SELECT $1::text AS v, $2::int + 1 AS n, $3::text IS NULL AS absent, current_setting('statement_timeout') AS t";
+    for (const [v, n] of [
+      ["it's", 3],
+      ["\\'; DROP TABLE pg_driver_victim; --", 41],
+      ["$1", 0],
+    ] as const) {
+      const rows = await read([withCachedPlan(CompiledQuery.raw(text, [v, n, null]))], {
+        statement_timeout: "1234",
+      });
+      expect(rows).toEqual([[{ v, n: n + 1, absent: true, t: "1234ms" }]]);
+    }
+    expect((await plans()).filter((p) => p.includes(text))).toHaveLength(1);
+  });
+
+  it("stops a prepared statement past statement_timeout", async () => {
+    const slow = withCachedPlan(CompiledQuery.raw("SELECT pg_sleep($1::float8) AS s", [2]));
+    const failed = await read([slow], { statement_timeout: "50" }).catch((err: unknown) => err);
+    expect((failed as { code?: string }).code).toBe("57014");
+    expect(await read([timeout])).toEqual([[{ t: "0" }]]);
+    expect(await plans()).toContainEqual(expect.stringContaining("pg_sleep"));
+  });
+
+  it("sends a text PostgreSQL cannot prepare inlined, as before", async () => {
+    // `$1 IS NULL` gives the parameter no type to prepare it with; a literal there is text.
+    const rows = await read([withCachedPlan(CompiledQuery.raw("SELECT $1 IS NULL AS v", ["x"]))]);
+    expect(rows).toEqual([[{ v: false }]]);
+    expect(await plans()).not.toContainEqual(expect.stringContaining("$1 IS NULL"));
+  });
+
+  it("prepares again what DEALLOCATE ALL took from under it", async () => {
+    const statement = () => withCachedPlan(CompiledQuery.raw("SELECT 2 * $1::int AS n", [21]));
+    expect(await read([statement()])).toEqual([[{ n: 42 }]]);
+    await db.executeQuery(CompiledQuery.raw("DEALLOCATE ALL", []));
+    expect(await read([statement()])).toEqual([[{ n: 42 }]]);
+    expect(await plans()).toEqual([expect.stringContaining("SELECT 2 * $1::int")]);
+  });
+
+  it("prepares again a statement whose columns changed since (a column added by a migration)", async () => {
+    await db.executeQuery(CompiledQuery.raw("CREATE TEMP TABLE pg_driver_grown (a int)", []));
+    await db.executeQuery(CompiledQuery.raw("INSERT INTO pg_driver_grown VALUES (1)", []));
+    const statement = () =>
+      withCachedPlan(CompiledQuery.raw("SELECT * FROM pg_driver_grown WHERE a = $1", [1]));
+    expect(await read([statement()])).toEqual([[{ a: 1 }]]);
+    await db.executeQuery(CompiledQuery.raw("ALTER TABLE pg_driver_grown ADD COLUMN b int DEFAULT 2", []));
+    expect(await read([statement()])).toEqual([[{ a: 1, b: 2 }]]);
+  });
+
+  it("keeps at most 64 prepared statements on a connection, dropping the oldest", async () => {
+    for (let i = 0; i < 70; i++) {
+      const rows = await read([withCachedPlan(CompiledQuery.raw(`SELECT ${i} + $1::int AS n`, [1]))]);
+      expect(rows).toEqual([[{ n: i + 1 }]]);
+    }
+    const kept = await plans();
+    expect(kept).toHaveLength(64);
+    expect(kept[0]).toContain("SELECT 6 + $1::int");
+    expect(kept[63]).toContain("SELECT 69 + $1::int");
+    // A dropped one is prepared again when it comes back.
+    expect(await read([withCachedPlan(CompiledQuery.raw("SELECT 0 + $1::int AS n", [5]))])).toEqual([
+      [{ n: 5 }],
+    ]);
+  });
 });
 
 /**

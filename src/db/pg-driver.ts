@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createRequire } from "node:module";
 import {
   CompiledQuery,
@@ -140,6 +141,24 @@ function preparedName(sql: string): string | undefined {
   return name;
 }
 
+/** Statements a caller marked as repeating (see `withCachedPlan`). */
+const planned = new WeakSet<CompiledQuery>();
+
+/**
+ * Marks `query` as one whose text repeats with other values (a search of a known shape): sent in
+ * a message of `inOneMessage`, it then runs as `EXECUTE` of a statement its connection prepared
+ * once (`PREPARE`, its own round trip, the first time), so that PostgreSQL parses and analyses
+ * the text once per connection rather than per search, and may keep a generic plan (its
+ * `plan_cache_mode`: after five custom plans, the generic one when it costs no more). Values
+ * travel as literals in the `EXECUTE`, typed by the prepared parameters as they would be by their
+ * context. A text that cannot be prepared (a parameter whose type only its literal decides) is
+ * sent inlined as before. Other drivers and other paths run it as any statement.
+ */
+export function withCachedPlan(query: CompiledQuery): CompiledQuery {
+  planned.add(query);
+  return query;
+}
+
 /** What each query made by `inOneMessage` stands for. */
 const groups = new WeakMap<CompiledQuery, { statements: readonly CompiledQuery[]; settings: number }>();
 
@@ -177,7 +196,32 @@ interface Step {
   name: string | undefined;
 }
 
+/**
+ * Statements prepared per connection, at most. Each holds its parsed text and plans in the
+ * backend; past this many, the oldest is deallocated as the next is prepared, so a client sending
+ * ever new shapes costs a round trip per shape, as a first sighting does, and no memory.
+ */
+const PLANS_PER_CONNECTION = 64;
+
+/** Texts PostgreSQL refused to prepare: sent inlined from then on. */
+const unpreparable = new Set<string>();
+
+/** The prepared statement's name of each text (a digest, so that any connection agrees). */
+const planNames = new Map<string, string>();
+
+function planName(sql: string): string {
+  let name = planNames.get(sql);
+  if (name === undefined) {
+    name = `portico_plan_${createHash("sha256").update(sql).digest("hex").slice(0, 32)}`;
+    if (planNames.size >= INLINE_CACHE_LIMIT) planNames.clear();
+    planNames.set(sql, name);
+  }
+  return name;
+}
+
 class BatchingConnection implements DatabaseConnection {
+  /** Names of the statements this connection prepared (`withCachedPlan`), oldest first. */
+  private readonly plans = new Set<string>();
   /** BEGIN not yet sent, if the transaction has sent nothing yet. */
   private pendingBegin: string | undefined;
   private inTransaction = false;
@@ -261,14 +305,30 @@ class BatchingConnection implements DatabaseConnection {
   }
 
   /** See `inOneMessage`. */
-  private async sendGroup(statements: readonly CompiledQuery[]): Promise<QueryResult<unknown[]>> {
+  private async sendGroup(
+    statements: readonly CompiledQuery[],
+    again = false,
+  ): Promise<QueryResult<unknown[]>> {
     if (this.inTransaction) throw new Error("statements sent in one message must not be in a transaction");
-    const texts = statements.map((s) => inline(s.sql, s.parameters));
-    if (texts.every((t) => t !== undefined)) {
-      const results = (await this.client.query(texts.join("; "))) as unknown as
-        | pg.QueryResult
-        | pg.QueryResult[];
-      return { rows: (Array.isArray(results) ? results : [results]).map((r) => r.rows ?? []) };
+    try {
+      const texts: (string | undefined)[] = [];
+      for (const s of statements)
+        texts.push(planned.has(s) ? await this.execution(s) : inline(s.sql, s.parameters));
+      if (texts.every((t) => t !== undefined)) {
+        const results = (await this.client.query(texts.join("; "))) as unknown as
+          | pg.QueryResult
+          | pg.QueryResult[];
+        return { rows: (Array.isArray(results) ? results : [results]).map((r) => r.rows ?? []) };
+      }
+    } catch (err) {
+      const code = (err as { code?: unknown }).code;
+      // A prepared statement gone from the connection behind the driver's back (26000: DEALLOCATE
+      // ALL or DISCARD ALL sent by other code), or one whose columns a migration changed since it
+      // was prepared (0A000, "cached plan must not change result type": `items.*` after a column
+      // was added by another node): the reads run again once, preparing what they need anew.
+      if (again || (code !== "26000" && code !== "0A000")) throw err;
+      await this.forgetPlans();
+      return this.sendGroup(statements, true);
     }
     await this.client.query("BEGIN");
     try {
@@ -290,6 +350,72 @@ class BatchingConnection implements DatabaseConnection {
     const pipeline = new Pipeline(steps, this.statements, this.types);
     this.client.query(pipeline as unknown as pg.QueryConfig);
     return pipeline.answered;
+  }
+
+  /**
+   * `EXECUTE` of `query`'s prepared statement with its values written in, preparing it on this
+   * connection first if needed; its inlined text when it cannot be prepared; undefined when a
+   * value cannot be written into the text.
+   */
+  private async execution(query: CompiledQuery): Promise<string | undefined> {
+    const { sql, parameters } = query;
+    const template = inlineTemplate(sql);
+    if (template === null) return undefined;
+    const values: string[] = [];
+    for (const value of parameters) {
+      const text = literal(value);
+      if (text === undefined) return undefined;
+      values.push(text);
+    }
+    // PREPARE types every parameter from where it stands: each must stand somewhere.
+    const used = new Set(template.indexes);
+    if (
+      unpreparable.has(sql) ||
+      used.size !== parameters.length ||
+      template.indexes.some((i) => i >= used.size)
+    )
+      return inline(sql, parameters);
+    const name = planName(sql);
+    if (!this.plans.has(name) && !(await this.prepare(name, sql))) return inline(sql, parameters);
+    return values.length === 0 ? `EXECUTE ${name}` : `EXECUTE ${name}(${values.join(", ")})`;
+  }
+
+  /** Deallocates this connection's prepared statements, those still there. */
+  private async forgetPlans(): Promise<void> {
+    const names = [...this.plans];
+    this.plans.clear();
+    for (const name of names) {
+      // One at a time, so that a name already gone (26000) fails alone.
+      await this.client.query(`DEALLOCATE ${name}`).catch((err: unknown) => {
+        if ((err as { code?: unknown }).code !== "26000") throw err;
+      });
+    }
+  }
+
+  /** Prepares `sql` as `name` on this connection; false when PostgreSQL refuses the text. */
+  private async prepare(name: string, sql: string): Promise<boolean> {
+    // DEALLOCATE after PREPARE: if PREPARE fails, neither runs, and `plans` stays true.
+    const oldest = this.plans.size >= PLANS_PER_CONNECTION ? this.plans.values().next().value : undefined;
+    try {
+      await this.client.query(
+        `PREPARE ${name} AS ${sql}${oldest === undefined ? "" : `; DEALLOCATE ${oldest}`}`,
+      );
+    } catch (err) {
+      const code = String((err as { code?: unknown }).code ?? "");
+      // Already there (prepared by a message whose answer was lost to an error): usable as is.
+      if (code === "42P05") {
+        this.plans.add(name);
+        return true;
+      }
+      // Other 42xxx: the text, not the connection (a parameter whose type cannot be determined).
+      if (!code.startsWith("42")) throw err;
+      if (unpreparable.size >= INLINE_CACHE_LIMIT) unpreparable.clear();
+      unpreparable.add(sql);
+      return false;
+    }
+    if (oldest !== undefined) this.plans.delete(oldest);
+    this.plans.add(name);
+    return true;
   }
 
   streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {

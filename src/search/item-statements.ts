@@ -1,5 +1,6 @@
 import type { CompiledQuery } from "kysely";
 import type { Queryable } from "../db/database.js";
+import { withCachedPlan } from "../db/pg-driver.js";
 import type { QueryNode } from "./query.js";
 import {
   type CountField,
@@ -145,7 +146,8 @@ export class ItemStatements {
       return source.lower ? (value as string).toLowerCase() : value;
     });
     // The tree (`query`) stays the marked compilation's: drivers send `sql` and `parameters` only.
-    return { ...template.compiled, parameters };
+    // Its text repeats by construction: on PostgreSQL it is prepared once per connection.
+    return withCachedPlan({ ...template.compiled, parameters });
   }
 }
 
