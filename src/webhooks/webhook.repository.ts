@@ -95,6 +95,11 @@ export function activeWebhooks(q: Queryable): Promise<WebhookRow[]> {
 export interface DispatchBatch {
   events: EventRow[];
   webhooks: WebhookRow[];
+  /**
+   * PostgreSQL: the rows `notifications` had when its statistics were last gathered (its
+   * `reltuples`; -1 never), read with the events. Undefined on SQLite.
+   */
+  notificationsKnown?: number;
 }
 
 /**
@@ -109,7 +114,11 @@ export interface DispatchBatch {
  */
 export async function takeForDispatch(q: Queryable, engine: Engine, limit: number): Promise<DispatchBatch> {
   if (engine === "postgres") {
-    const { rows } = await sql<{ events: EventRow[] | null; webhooks: WebhookRow[] | null }>`
+    const { rows } = await sql<{
+      events: EventRow[] | null;
+      webhooks: WebhookRow[] | null;
+      notifications_known: number | null;
+    }>`
       WITH picked AS MATERIALIZED (
         SELECT seq FROM events WHERE dispatched = 0 ORDER BY seq LIMIT ${limit} FOR UPDATE SKIP LOCKED
       ), taken AS (
@@ -117,9 +126,15 @@ export async function takeForDispatch(q: Queryable, engine: Engine, limit: numbe
       )
       SELECT (SELECT json_agg(t ORDER BY t.seq) FROM taken AS t) AS events,
         CASE WHEN EXISTS (SELECT 1 FROM taken)
-          THEN (SELECT json_agg(w) FROM webhooks AS w WHERE w.is_active = 1) END AS webhooks`.execute(q);
+          THEN (SELECT json_agg(w) FROM webhooks AS w WHERE w.is_active = 1) END AS webhooks,
+        (SELECT reltuples FROM pg_catalog.pg_class WHERE oid = 'notifications'::regclass)
+          AS notifications_known`.execute(q);
     const row = rows[0];
-    return { events: row?.events ?? [], webhooks: row?.webhooks ?? [] };
+    return {
+      events: row?.events ?? [],
+      webhooks: row?.webhooks ?? [],
+      notificationsKnown: Number(row?.notifications_known ?? -1),
+    };
   }
   const events = await takeUndispatched(q, engine, limit);
   if (events.length === 0) return { events, webhooks: [] };
@@ -444,6 +459,16 @@ export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits)
     const webhook = notification && byId.get(notification.webhook_id);
     return notification && webhook ? [{ notification, webhook }] : [];
   });
+}
+
+/**
+ * PostgreSQL: gathers the planner's statistics of `notifications` and `notification_attempts` now
+ * (a statement of its own, outside any transaction), as autovacuum's ANALYZE would, and so makes
+ * every connection plan its statements on them afresh. See `WebhookDelivery` for why the
+ * dispatcher does not wait for autovacuum.
+ */
+export async function analyzeNotifications(q: Queryable): Promise<void> {
+  await sql`ANALYZE notifications, notification_attempts`.execute(q);
 }
 
 /**
