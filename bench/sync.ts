@@ -254,34 +254,42 @@ export async function runTimedSync(
 }> {
   const workspace = `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}`;
   const db = () => (databases.length > 0 ? postgresCpuMs(databases) : undefined);
-  const cpuBefore = [servers.guest.cpuMs(), servers.host.cpuMs(), db()];
+  const cpuBefore = [servers.guest.cpuMs(), servers.host.cpuMs()];
+  const dbBefore = db();
   const started = performance.now();
   const r = await guest.post(`${workspace}/sync`, { async: "false" }, `${what}: sync`);
   const ms = performance.now() - started;
-  const cpuAfter = [servers.guest.cpuMs(), servers.host.cpuMs(), db()];
+  const cpuAfter = [servers.guest.cpuMs(), servers.host.cpuMs()];
+  const dbAfter = db();
   const used = (i: number) => {
     const a = cpuBefore[i];
     const b = cpuAfter[i];
     return a === undefined || b === undefined ? undefined : b - a;
   };
+  // Per backend: one that started meanwhile counts from zero, one that ended meanwhile is left
+  // out (its time goes with it) rather than subtracting what it had used before.
+  let dbCpuMs: number | undefined;
+  if (dbBefore && dbAfter) {
+    dbCpuMs = 0;
+    for (const [pid, after] of dbAfter) dbCpuMs += after - (dbBefore.get(pid) ?? 0);
+  }
   const status = await guest.get(`${workspace}/syncStatus/${r.jobId}`, {}, `${what}: syncStatus`);
-  return { ms, guestCpuMs: used(0), hostCpuMs: used(1), dbCpuMs: used(2), status };
+  return { ms, guestCpuMs: used(0), hostCpuMs: used(1), dbCpuMs, status };
 }
 
 /**
- * utime + stime of the PostgreSQL backends connected to `databases` (their process titles name
- * the database), ms; undefined without /proc. A backend that ends between two readings takes its
- * time with it; the server's own processes (WAL writer, checkpointer), shared with whatever else
- * uses the server, are left out.
+ * utime + stime of each PostgreSQL backend connected to `databases` (their process titles name
+ * the database), ms by pid; undefined without /proc. The server's own processes (WAL writer,
+ * checkpointer), shared with whatever else uses the server, are left out.
  */
-function postgresCpuMs(databases: readonly string[]): number | undefined {
+function postgresCpuMs(databases: readonly string[]): Map<number, number> | undefined {
   let pids: string[];
   try {
     pids = fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name));
   } catch {
     return undefined;
   }
-  let sum = 0;
+  const byPid = new Map<number, number>();
   for (const pid of pids) {
     try {
       const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
@@ -289,12 +297,12 @@ function postgresCpuMs(databases: readonly string[]): number | undefined {
       const title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
       if (!databases.some((name) => title.includes(` ${name} `))) continue;
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      sum += (Number(fields[11]) + Number(fields[12])) * 10;
+      byPid.set(Number(pid), (Number(fields[11]) + Number(fields[12])) * 10);
     } catch {
       // The process ended meanwhile.
     }
   }
-  return sum;
+  return byPid;
 }
 
 /** One synchronous sync on the guest, timed; its status must be completed with `expected` items moved. */
