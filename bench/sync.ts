@@ -8,6 +8,7 @@
  * - with nothing changed, which only compares offers and holdings.
  * Each sync's status must be `completed` with exactly the expected items succeeded.
  */
+import fs from "node:fs";
 import { performance } from "node:perf_hooks";
 import { ADMIN, PortalApi } from "./portal-api.js";
 import type { ServerProcess } from "./processes.js";
@@ -31,6 +32,11 @@ export interface SyncRun {
   /** CPU time (user + system) the guest and the host used during the sync, ms; undefined without /proc. */
   guestCpuMs: number | undefined;
   hostCpuMs: number | undefined;
+  /**
+   * CPU time of every PostgreSQL server process on this machine during the sync (both portals'
+   * databases, and whatever else runs there), ms; undefined on SQLite or without /proc.
+   */
+  dbCpuMs: number | undefined;
 }
 
 export interface SyncFigures {
@@ -238,20 +244,65 @@ export async function runTimedSync(
   linked: Linked,
   what: string,
   servers: { guest: ServerProcess; host: ServerProcess },
-): Promise<{ ms: number; guestCpuMs: number | undefined; hostCpuMs: number | undefined; status: any }> {
+  databases: readonly string[] = [],
+): Promise<{
+  ms: number;
+  guestCpuMs: number | undefined;
+  hostCpuMs: number | undefined;
+  dbCpuMs: number | undefined;
+  status: any;
+}> {
   const workspace = `${SELF}/collaborations/${linked.collaborationId}/workspaces/${linked.workspaceId}`;
+  const db = () => (databases.length > 0 ? postgresCpuMs(databases) : undefined);
   const cpuBefore = [servers.guest.cpuMs(), servers.host.cpuMs()];
+  const dbBefore = db();
   const started = performance.now();
   const r = await guest.post(`${workspace}/sync`, { async: "false" }, `${what}: sync`);
   const ms = performance.now() - started;
   const cpuAfter = [servers.guest.cpuMs(), servers.host.cpuMs()];
+  const dbAfter = db();
   const used = (i: number) => {
     const a = cpuBefore[i];
     const b = cpuAfter[i];
     return a === undefined || b === undefined ? undefined : b - a;
   };
+  // Per backend: one that started meanwhile counts from zero, one that ended meanwhile is left
+  // out (its time goes with it) rather than subtracting what it had used before.
+  let dbCpuMs: number | undefined;
+  if (dbBefore && dbAfter) {
+    dbCpuMs = 0;
+    for (const [pid, after] of dbAfter) dbCpuMs += after - (dbBefore.get(pid) ?? 0);
+  }
   const status = await guest.get(`${workspace}/syncStatus/${r.jobId}`, {}, `${what}: syncStatus`);
-  return { ms, guestCpuMs: used(0), hostCpuMs: used(1), status };
+  return { ms, guestCpuMs: used(0), hostCpuMs: used(1), dbCpuMs, status };
+}
+
+/**
+ * utime + stime of each PostgreSQL backend connected to `databases` (their process titles name
+ * the database), ms by pid; undefined without /proc. The server's own processes (WAL writer,
+ * checkpointer), shared with whatever else uses the server, are left out.
+ */
+function postgresCpuMs(databases: readonly string[]): Map<number, number> | undefined {
+  let pids: string[];
+  try {
+    pids = fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  const byPid = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+      if (!stat.includes("(postgres)")) continue;
+      const title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      if (!databases.some((name) => title.includes(` ${name} `))) continue;
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      byPid.set(Number(pid), (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return byPid;
 }
 
 /** One synchronous sync on the guest, timed; its status must be completed with `expected` items moved. */
@@ -261,8 +312,15 @@ async function timedSync(
   expected: number,
   what: string,
   servers: { guest: ServerProcess; host: ServerProcess },
+  databases: readonly string[],
 ): Promise<SyncRun> {
-  const { ms, guestCpuMs, hostCpuMs, status } = await runTimedSync(guest, linked, what, servers);
+  const { ms, guestCpuMs, hostCpuMs, dbCpuMs, status } = await runTimedSync(
+    guest,
+    linked,
+    what,
+    servers,
+    databases,
+  );
   const tasks = (status.participantTasks ?? []) as {
     status: string;
     succeededCount: number;
@@ -277,7 +335,7 @@ async function timedSync(
         `${status.status}, ${succeeded} succeeded, ${failed} failed or not processed: ${status.summary}`,
     );
   }
-  return { ms, succeeded, guestCpuMs, hostCpuMs };
+  return { ms, succeeded, guestCpuMs, hostCpuMs, dbCpuMs };
 }
 
 /** The CPU the two portals used in a sync, per item moved (or in all, when none moved). */
@@ -286,7 +344,8 @@ export function syncCpu(run: SyncRun): string {
   const per = run.succeeded > 0 ? run.succeeded : 1;
   const unit = run.succeeded > 0 ? "/item" : "";
   const f = (v: number) => `${(v / per).toFixed(run.succeeded > 0 ? 2 : 0)} ms${unit}`;
-  return `CPU guest ${f(run.guestCpuMs)}, host ${f(run.hostCpuMs)}`;
+  const db = run.dbCpuMs === undefined ? "" : `, PostgreSQL ${f(run.dbCpuMs)}`;
+  return `CPU guest ${f(run.guestCpuMs)}, host ${f(run.hostCpuMs)}${db}`;
 }
 
 /** The items shared to a group, by title, read a page at a time. */
@@ -329,6 +388,8 @@ export interface LinkedPortals {
   linked: Linked;
   hostServer: ServerProcess;
   guestServer: ServerProcess;
+  /** The PostgreSQL databases of the two portals (none on SQLite). */
+  databases: string[];
 }
 
 /**
@@ -353,7 +414,10 @@ export async function withLinkedPortals<T>(
     const [host, guest] = await Promise.all(servers.map((s) => Admin.of(s)));
     if (!host || !guest) throw new Error(`the ${what} case needs two portals`);
     const linked = await collaborate(host, guest);
-    return await work({ host, guest, linked, hostServer, guestServer });
+    const databases = stores.flatMap((store) =>
+      store.env.DATABASE_URL ? [new URL(store.env.DATABASE_URL).pathname.slice(1)] : [],
+    );
+    return await work({ host, guest, linked, hostServer, guestServer, databases });
   } finally {
     for (const server of servers.reverse()) await server.stop();
     for (const store of stores) await store.destroy();
@@ -373,7 +437,7 @@ export async function measureSync(
     engine,
     start,
     "sync",
-    async ({ host, guest, linked, hostServer, guestServer }) => {
+    async ({ host, guest, linked, hostServer, guestServer, databases }) => {
       const seeding = performance.now();
       const ids = await seedHost(host, linked.hostGroup);
       const seedMs = performance.now() - seeding;
@@ -384,7 +448,7 @@ export async function measureSync(
       );
 
       const pair = { guest: guestServer, host: hostServer };
-      const first = await timedSync(guest, linked, SYNC.items, "first sync", pair);
+      const first = await timedSync(guest, linked, SYNC.items, "first sync", pair, databases);
       say(
         `  ${engine.name}: first sync ${seconds(first.ms)} (${rate((first.succeeded * 1000) / first.ms)} items/s; ${syncCpu(first)})`,
       );
@@ -400,12 +464,12 @@ export async function measureSync(
           "update",
         );
       }
-      const changed = await timedSync(guest, linked, SYNC.changed, "sync after changes", pair);
+      const changed = await timedSync(guest, linked, SYNC.changed, "sync after changes", pair, databases);
       say(
         `  ${engine.name}: sync of ${SYNC.changed} changed items ${seconds(changed.ms)} (${syncCpu(changed)})`,
       );
 
-      const unchanged = await timedSync(guest, linked, 0, "sync with nothing changed", pair);
+      const unchanged = await timedSync(guest, linked, 0, "sync with nothing changed", pair, databases);
       say(`  ${engine.name}: sync with nothing changed ${seconds(unchanged.ms)} (${syncCpu(unchanged)})`);
       await checkCopies(guest, linked.guestGroup, changedItems);
 
