@@ -296,8 +296,6 @@ class BatchingConnection implements DatabaseConnection {
     }
     if (preparable.has(compiled) && preparedName(compiled.sql) !== undefined) {
       const head = [...(this.pendingBegin ? [textStep(this.pendingBegin)] : []), ...this.pending.map(step)];
-      this.pendingBegin = undefined;
-      this.pending = [];
       const results = await this.pipeline([...head, step(compiled)]);
       return results[results.length - 1] as QueryResult<R>;
     }
@@ -346,8 +344,13 @@ class BatchingConnection implements DatabaseConnection {
 
   /** `steps` in one extended-protocol pipeline (see the class's comment); each one's result. */
   private async pipeline(steps: readonly Step[]): Promise<QueryResult<unknown>[]> {
-    // Throws before anything is sent for a value node-postgres cannot write, as its query would.
+    // Throws before anything is sent for a value node-postgres cannot write, as its query would:
+    // BEGIN and the deferred statements are then still pending, as Kysely's own driver leaves a
+    // transaction whose statement failed before it was sent.
     const pipeline = new Pipeline(steps, this.statements, this.types);
+    // They travel in this pipeline (the steps given hold whatever was pending).
+    this.pendingBegin = undefined;
+    this.pending = [];
     this.client.query(pipeline as unknown as pg.QueryConfig);
     return pipeline.answered;
   }
@@ -376,7 +379,12 @@ class BatchingConnection implements DatabaseConnection {
     )
       return inline(sql, parameters);
     const name = planName(sql);
-    if (!this.plans.has(name) && !(await this.prepare(name, sql))) return inline(sql, parameters);
+    if (this.plans.has(name)) {
+      // Used now: the last to be deallocated (least recently used first), so a message's own
+      // statements are never the ones its new statement pushes out.
+      this.plans.delete(name);
+      this.plans.add(name);
+    } else if (!(await this.prepare(name, sql))) return inline(sql, parameters);
     return values.length === 0 ? `EXECUTE ${name}` : `EXECUTE ${name}(${values.join(", ")})`;
   }
 
@@ -427,8 +435,6 @@ class BatchingConnection implements DatabaseConnection {
     if (this.pending.some((q) => preparable.has(q))) {
       // A prepared statement is pending: everything goes as one pipeline.
       const head = [...(this.pendingBegin ? [textStep(this.pendingBegin)] : []), ...this.pending.map(step)];
-      this.pendingBegin = undefined;
-      this.pending = [];
       const results = await this.pipeline([...head, { sql: text, parameters, name: undefined }]);
       return results[results.length - 1] as QueryResult<R>;
     }
@@ -505,6 +511,8 @@ class Pipeline {
   private parsers: ((value: string) => unknown)[] = [];
   private rows: Record<string, unknown>[] = [];
   private failed = false;
+  /** What a value's parser threw, if one did (see `handleDataRow`). */
+  private unparsed: unknown;
   /** Each statement's result once the server answered the Sync; the first error otherwise. */
   readonly answered: Promise<QueryResult<unknown>[]>;
   private resolve!: (results: QueryResult<unknown>[]) => void;
@@ -554,12 +562,20 @@ class Pipeline {
   }
 
   handleDataRow(msg: { fields: (string | null)[] }): void {
-    const row: Record<string, unknown> = {};
-    msg.fields.forEach((raw, i) => {
-      const field = this.fields[i] as FieldDescription;
-      row[field.name] = raw === null ? null : (this.parsers[i] as (value: string) => unknown)(raw);
-    });
-    this.rows.push(row);
+    // A parser that throws must not throw out of the socket's handler (an uncaught exception, and
+    // a query that never settles): the pipeline fails once the server is done with it, as pg's
+    // own Query does.
+    if (this.unparsed) return;
+    try {
+      const row: Record<string, unknown> = {};
+      msg.fields.forEach((raw, i) => {
+        const field = this.fields[i] as FieldDescription;
+        row[field.name] = raw === null ? null : (this.parsers[i] as (value: string) => unknown)(raw);
+      });
+      this.rows.push(row);
+    } catch (err) {
+      this.unparsed = err;
+    }
   }
 
   handleCommandComplete(msg: { text: string }): void {
@@ -582,10 +598,15 @@ class Pipeline {
     this.failed = true;
     const failedAt = this.results.length;
     for (const [name, at] of this.parsedAt) {
-      // Parsed past the failure: skipped, never parsed. At it: parsed or not.
-      if (at > failedAt) this.statements.delete(name);
-      else if (at === failedAt) this.statements.set(name, "unsure");
+      // Parsed at or past the failure: parsed or not (a skipped step also skipped the Close of a
+      // statement that was unsure, which may still exist). Unsure, it is closed before it is
+      // parsed again, and closing one that does not exist is no error.
+      if (at >= failedAt) this.statements.set(name, "unsure");
     }
+    // Gone from the session behind the driver's back (DEALLOCATE ALL, DISCARD ALL): every
+    // statement this connection thought ready may be gone too.
+    if ((err as { code?: unknown }).code === "26000")
+      for (const name of this.statements.keys()) this.statements.set(name, "unsure");
     // A prepared statement that failed may have failed as prepared (a plan a table's change made
     // unusable, "cached plan must not change result type"): parsed again next time.
     const name = this.steps[failedAt]?.name;
@@ -595,6 +616,11 @@ class Pipeline {
 
   handleReadyForQuery(): void {
     if (this.failed) return;
+    if (this.unparsed !== undefined) {
+      this.failed = true;
+      this.reject(this.unparsed);
+      return;
+    }
     if (this.results.length !== this.steps.length) {
       this.handleError(
         new Error(`pipeline of ${this.steps.length} statements answered ${this.results.length}`),
