@@ -198,8 +198,9 @@ interface Step {
 
 /**
  * Statements prepared per connection, at most. Each holds its parsed text and plans in the
- * backend; past this many, the oldest is deallocated as the next is prepared, so a client sending
- * ever new shapes costs a round trip per shape, as a first sighting does, and no memory.
+ * backend; past this many, the least recently used is deallocated as the next is prepared, so a
+ * client sending ever new shapes costs a round trip per shape, as a first sighting does, and no
+ * memory.
  */
 const PLANS_PER_CONNECTION = 64;
 
@@ -220,7 +221,7 @@ function planName(sql: string): string {
 }
 
 class BatchingConnection implements DatabaseConnection {
-  /** Names of the statements this connection prepared (`withCachedPlan`), oldest first. */
+  /** Names of the statements this connection prepared (`withCachedPlan`), least recently used first. */
   private readonly plans = new Set<string>();
   /** BEGIN not yet sent, if the transaction has sent nothing yet. */
   private pendingBegin: string | undefined;
