@@ -462,14 +462,24 @@ export async function claimDue(q: Queryable, engine: Engine, claim: ClaimLimits)
 }
 
 /**
- * PostgreSQL: gathers the planner's statistics of `notifications` and `notification_attempts` now
- * (a statement of its own, outside any transaction), as autovacuum's ANALYZE would, and so makes
- * every connection plan its statements on them afresh. See `WebhookDelivery` for why the
- * dispatcher does not wait for autovacuum.
+ * PostgreSQL: gathers the planner's statistics of `notifications` and `notification_attempts` now,
+ * as autovacuum's ANALYZE would, and so makes every connection plan its statements on them afresh.
+ * See `WebhookDelivery` for why the dispatcher does not wait for autovacuum.
+ *
+ * One message without values, so one implicit transaction: its `lock_timeout` holds for the
+ * ANALYZE alone. ANALYZE waits for a VACUUM of the same table (an anti-wraparound one can take
+ * hours); rather than hold a pooled connection that long (and trip the query-timeout watch, which
+ * would take the database for gone), it gives up after `ANALYZE_LOCK_WAIT_MS` (55P03) and the next
+ * threshold tries again.
  */
 export async function analyzeNotifications(q: Queryable): Promise<void> {
-  await sql`ANALYZE notifications, notification_attempts`.execute(q);
+  await sql
+    .raw(`SET LOCAL lock_timeout = ${ANALYZE_LOCK_WAIT_MS}; ANALYZE notifications, notification_attempts`)
+    .execute(q);
 }
+
+/** How long `analyzeNotifications` waits for a lock before it gives up. */
+export const ANALYZE_LOCK_WAIT_MS = 2000;
 
 /**
  * Lets the transaction commit without waiting for its WAL to reach the disk (PostgreSQL's

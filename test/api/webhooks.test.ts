@@ -2,6 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { analyzeNotifications } from "../../src/webhooks/webhook.repository.js";
 import { engine, startTestPortal, type TestPortal } from "../helpers/portico.js";
 import { type Received, type Receiver, startReceiver } from "../helpers/receiver.js";
 
@@ -651,6 +652,21 @@ describeOnPostgres("webhook delivery on PostgreSQL", () => {
       return Number(left.n) === 0;
     }, 20_000);
   }, 90_000);
+
+  it("gives up gathering them while a lock stands in the way, rather than wait for it", async () => {
+    const db = portal.portico.db.kysely;
+    await db.transaction().execute(async (trx) => {
+      // As a VACUUM of the table holds it (ANALYZE's own lock conflicts with it).
+      await sql`LOCK TABLE notifications IN SHARE UPDATE EXCLUSIVE MODE`.execute(trx);
+      const err = await analyzeNotifications(db).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as { code?: string } | undefined)?.code).toBe("55P03");
+    });
+    // Nothing left behind on the pool's connections: the next ANALYZE runs.
+    await analyzeNotifications(db);
+  });
 });
 
 describe("address guard", () => {
