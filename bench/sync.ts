@@ -10,6 +10,7 @@
  */
 import fs from "node:fs";
 import { performance } from "node:perf_hooks";
+import { cpuSeconds } from "./load.js";
 import { ADMIN, PortalApi } from "./portal-api.js";
 import type { ServerProcess } from "./processes.js";
 import { rate, seconds } from "./report.js";
@@ -291,16 +292,15 @@ function postgresCpuMs(databases: readonly string[]): Map<number, number> | unde
   }
   const byPid = new Map<number, number>();
   for (const pid of pids) {
+    let title: string;
     try {
-      const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-      if (!stat.includes("(postgres)")) continue;
-      const title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-      if (!databases.some((name) => title.includes(` ${name} `))) continue;
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      byPid.set(Number(pid), (Number(fields[11]) + Number(fields[12])) * 10);
+      title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
     } catch {
-      // The process ended meanwhile.
+      continue; // The process ended meanwhile.
     }
+    if (!title.startsWith("postgres:") || !databases.some((name) => title.includes(` ${name} `))) continue;
+    const seconds = cpuSeconds(Number(pid));
+    if (seconds !== undefined) byPid.set(Number(pid), seconds * 1000);
   }
   return byPid;
 }
