@@ -170,3 +170,50 @@ describe("SQLite rows", () => {
     }
   });
 });
+
+describe("SQLite rows after a schema change that is not (yet) committed", () => {
+  let dir: string;
+  let db: Db;
+  const selectAll = sql<Record<string, unknown>>`SELECT * FROM fields_table ORDER BY id`;
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-db-"));
+    db = await openDatabase({ dataDir: dir });
+    await db.transaction(async (trx) => {
+      await sql`CREATE TABLE fields_table (id INTEGER PRIMARY KEY, a TEXT, b TEXT)`.execute(trx);
+      await sql`INSERT INTO fields_table VALUES (1, 'a1', 'b1')`.execute(trx);
+    });
+  });
+  afterEach(async () => {
+    await db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const onWriter = () => db.transaction(async (trx) => (await selectAll.execute(trx)).rows);
+  const onReader = async () => (await selectAll.execute(db.kysely)).rows;
+
+  it("name the columns the reader sees once a change it read under commits", async () => {
+    expect(await onReader()).toStrictEqual([{ id: 1, a: "a1", b: "b1" }]);
+    await db.transaction(async (trx) => {
+      await sql`ALTER TABLE fields_table DROP COLUMN a`.execute(trx);
+      await sql`ALTER TABLE fields_table ADD COLUMN c TEXT`.execute(trx);
+      await sql`UPDATE fields_table SET c = 'c' || id`.execute(trx);
+      // Another request reads the table meanwhile, on the reader: the change is not committed.
+      expect(await onReader()).toStrictEqual([{ id: 1, a: "a1", b: "b1" }]);
+    });
+    expect(await onReader()).toStrictEqual([{ id: 1, b: "b1", c: "c1" }]);
+    expect(await db.readTogether([selectAll.compile(db.kysely)])).toStrictEqual([
+      [{ id: 1, b: "b1", c: "c1" }],
+    ]);
+  });
+
+  it("name the columns the table has again after a change was rolled back", async () => {
+    await expect(
+      db.transaction(async (trx) => {
+        await sql`ALTER TABLE fields_table DROP COLUMN a`.execute(trx);
+        await sql`ALTER TABLE fields_table ADD COLUMN c TEXT`.execute(trx);
+        expect((await selectAll.execute(trx)).rows).toStrictEqual([{ id: 1, b: "b1", c: null }]);
+        throw new Error("refused");
+      }),
+    ).rejects.toThrow("refused");
+    expect(await onWriter()).toStrictEqual([{ id: 1, a: "a1", b: "b1" }]);
+  });
+});

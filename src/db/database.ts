@@ -159,7 +159,7 @@ async function openSqlite(dataDir: string): Promise<Db> {
   // Two connections: the writer runs every transaction; the reader serves reads outside them, so
   // a request's authentication never queues behind another request's commit. A schema change on
   // either changes what the other's statements read (see `rowStatement`).
-  const schema: SchemaChanges = { count: 0 };
+  const schema: SchemaChanges = { count: 0, uncommitted: false };
   const writer = new Kysely<Database>({
     dialect: new TransactionalDdlSqliteDialect({ database: connectSqlite(file, schema) }),
   });
@@ -297,10 +297,16 @@ type RowStatement = ReturnType<SqliteDatabase["prepare"]>;
 /** Schema changes run through the connections of one database file, counted (see `rowStatement`). */
 interface SchemaChanges {
   count: number;
+  /** A schema change ran since the writer's last COMMIT or ROLLBACK: its transaction may end either way. */
+  uncommitted: boolean;
 }
 
 /** A statement that changes the schema (a layer's field added or dropped, a migration). */
 const DDL = /^\s*(create|alter|drop)\b/i;
+
+/** The end of a transaction (COMMIT, ROLLBACK), or of a savepoint (RELEASE, ROLLBACK TO). */
+const TRANSACTION_END = /^\s*(commit|end|rollback|release)\b/i;
+const SAVEPOINT_END = /^\s*(release|rollback\s+(transaction\s+)?to)\b/i;
 
 /**
  * A statement whose rows are read as arrays and made objects by a function compiled for its
@@ -318,7 +324,8 @@ const DDL = /^\s*(create|alter|drop)\b/i;
  */
 function rowStatement(statement: SQLite.Statement, text: string, schema: SchemaChanges): RowStatement {
   if (!statement.reader) {
-    if (!DDL.test(text)) return statement;
+    const ddl = DDL.test(text);
+    if (!ddl && !TRANSACTION_END.test(text)) return statement;
     return {
       reader: false,
       all: () => [],
@@ -326,8 +333,17 @@ function rowStatement(statement: SQLite.Statement, text: string, schema: SchemaC
         try {
           return statement.run(parameters);
         } finally {
-          // Also when it failed or is rolled back later: learning the columns again is harmless.
-          schema.count++;
+          // Counted when it runs (the writer's next statements see the new columns) and again when
+          // its transaction ends: a statement that learned its columns meanwhile learned what its
+          // connection saw then, the schema before the change (the reader, until the commit) or
+          // after it (the writer, until a rollback). Also when it failed: learning again is harmless.
+          if (ddl) {
+            schema.count++;
+            schema.uncommitted = true;
+          } else if (schema.uncommitted) {
+            schema.count++;
+            if (!SAVEPOINT_END.test(text)) schema.uncommitted = false;
+          }
         }
       },
       iterate: () => [][Symbol.iterator](),
