@@ -116,6 +116,20 @@ describe("the access line", () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]?.responseTime).toBeNull();
   });
+
+  it("has no address, as pino writes it, for a request whose socket is gone", () => {
+    const { lines, logger } = capture();
+    const [request, reply] = served(logger, "/a", 0.25);
+    (request as { ip: string | undefined }).ip = undefined;
+    new AccessLog().requestCompleted(null, request, reply);
+    logger.info(
+      { reqId: "req-1", req: loggedRequest(request), res: { statusCode: 200 }, responseTime: 0.25 },
+      "request completed",
+    );
+    const [built, byPino] = lines.map(({ time, ...rest }) => rest);
+    expect(built).toEqual(byPino);
+    expect(built?.req).toStrictEqual({ method: "GET", url: "/a" });
+  });
 });
 
 describe("batched standard output", () => {

@@ -146,9 +146,12 @@ export class AccessLog extends LogController {
     if (!log.isLevelEnabled("info")) return;
     const destination = (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
     const bindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym];
-    // The fields of `loggedRequest`, in its order.
+    // The fields of `loggedRequest`, in its order. The address is undefined once the socket is
+    // gone (a client that reset its connection): JSON.stringify leaves such a field out.
+    const ip = request.ip as string | undefined;
+    const address = ip === undefined ? "" : `,"remoteAddress":${jsonText(ip)}`;
     destination?.write(
-      `{"level":30,"time":${nowText()}${bindings},"reqId":${jsonText(request.id)},"req":{"method":${jsonText(request.method)},"url":${jsonText(redactUrl(request.url))},"remoteAddress":${jsonText(request.ip)}},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsed(reply)},"msg":"request completed"}\n`,
+      `{"level":30,"time":${nowText()}${bindings},"reqId":${jsonText(request.id)},"req":{"method":${jsonText(request.method)},"url":${jsonText(redactUrl(request.url))}${address}},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsed(reply)},"msg":"request completed"}\n`,
     );
   }
 }

@@ -53,10 +53,16 @@ export function redactUrl(url: string): string {
   // secrets is handed back as it came, with nothing allocated.
   let redacted = "";
   let copied = 0;
+  // The next `=` is searched again only once passed: searched from every parameter, a query of
+  // many parameters without one (`?a&a&a...`) would be read to its end once per parameter.
+  let eq = -1;
   for (let from = start + 1; from <= url.length; ) {
+    if (eq < from) {
+      eq = url.indexOf("=", from);
+      if (eq < 0) break;
+    }
     let end = url.indexOf("&", from);
     if (end < 0) end = url.length;
-    const eq = url.indexOf("=", from);
     if (eq >= 0 && eq < end && SECRET_NAMES.has(decodedName(url.slice(from, eq)))) {
       redacted += `${url.slice(copied, eq + 1)}${REDACTED}`;
       copied = end;
