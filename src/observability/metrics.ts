@@ -121,8 +121,9 @@ class RequestTally {
   readonly #latency = new Map<string, LatencySeries>();
 
   record(route: string, method: string, code: number | undefined, seconds: number): void {
-    const series = `${route} ${method}`;
-    const key = code === undefined ? series : `${series} ${code}`;
+    // Newlines are in no route name, method or code.
+    const series = `${route}\n${method}`;
+    const key = code === undefined ? series : `${series}\n${code}`;
     let requests = this.#requests.get(key);
     if (!requests) {
       requests = {
@@ -177,16 +178,11 @@ class RequestTally {
           return [
             ...LATENCY_BUCKETS.map((le, i) => {
               cumulative += s.buckets[i] ?? 0;
-              return {
-                metricName: `${name}_bucket`,
-                labels: { le },
-                sharedLabels: s.labels,
-                value: cumulative,
-              };
+              return { metricName: `${name}_bucket`, labels: { le, ...s.labels }, value: cumulative };
             }),
-            { metricName: `${name}_bucket`, labels: { le: "+Inf" }, sharedLabels: s.labels, value: s.count },
-            { metricName: `${name}_sum`, labels: {}, sharedLabels: s.labels, value: s.sum },
-            { metricName: `${name}_count`, labels: {}, sharedLabels: s.labels, value: s.count },
+            { metricName: `${name}_bucket`, labels: { le: "+Inf", ...s.labels }, value: s.count },
+            { metricName: `${name}_sum`, labels: s.labels, value: s.sum },
+            { metricName: `${name}_count`, labels: s.labels, value: s.count },
           ];
         }),
       }),
