@@ -301,7 +301,11 @@ interface SchemaChanges {
   uncommitted: boolean;
 }
 
-/** A statement that changes the schema (a layer's field added or dropped, a migration). */
+/**
+ * A statement that changes the schema (a layer's field added or dropped, a migration). Every one
+ * portico sends starts with its verb; one that did not (a leading comment, ATTACH) would leave
+ * statements naming their values by the columns they had.
+ */
 const DDL = /^\s*(create|alter|drop)\b/i;
 
 /** The end of a transaction (COMMIT, ROLLBACK), or of a savepoint (RELEASE, ROLLBACK TO). */
