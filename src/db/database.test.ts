@@ -125,3 +125,95 @@ describe("SQLite migrations", () => {
     }
   });
 });
+
+describe("SQLite rows", () => {
+  it("name each value by its column, also after a schema change under a statement already prepared", async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-db-"));
+    const db = await openDatabase({ dataDir: dir });
+    try {
+      const selectAll = sql`SELECT * FROM fields_table ORDER BY id`;
+      await db.transaction(async (trx) => {
+        await sql`CREATE TABLE fields_table (id INTEGER PRIMARY KEY, a TEXT, b TEXT)`.execute(trx);
+        await sql`INSERT INTO fields_table VALUES (1, 'a1', 'b1'), (2, 'a2', NULL)`.execute(trx);
+      });
+      const read = async () => {
+        const byKysely = (await selectAll.execute(db.kysely)).rows;
+        const [together] = await db.readTogether([selectAll.compile(db.kysely)]);
+        expect(together).toEqual(byKysely);
+        return byKysely;
+      };
+      expect(await read()).toEqual([
+        { id: 1, a: "a1", b: "b1" },
+        { id: 2, a: "a2", b: null },
+      ]);
+      // As many columns as before, other names: a field dropped and another added (by the writer,
+      // while the reader keeps its prepared statement).
+      await db.transaction(async (trx) => {
+        await sql`ALTER TABLE fields_table DROP COLUMN a`.execute(trx);
+        await sql`ALTER TABLE fields_table ADD COLUMN c TEXT`.execute(trx);
+        await sql`UPDATE fields_table SET c = 'c' || id`.execute(trx);
+      });
+      expect(await read()).toEqual([
+        { id: 1, b: "b1", c: "c1" },
+        { id: 2, b: null, c: "c2" },
+      ]);
+      // A column named like Object.prototype's accessor stays a column.
+      const proto = await sql<Record<string, unknown>>`SELECT 1 AS "__proto__", 2 AS "x"`.execute(db.kysely);
+      expect(Object.getPrototypeOf(proto.rows[0])).toBe(Object.prototype);
+      expect(Object.entries(proto.rows[0] ?? {})).toEqual([
+        ["__proto__", 1],
+        ["x", 2],
+      ]);
+    } finally {
+      await db.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("SQLite rows after a schema change that is not (yet) committed", () => {
+  let dir: string;
+  let db: Db;
+  const selectAll = sql<Record<string, unknown>>`SELECT * FROM fields_table ORDER BY id`;
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), "portico-db-"));
+    db = await openDatabase({ dataDir: dir });
+    await db.transaction(async (trx) => {
+      await sql`CREATE TABLE fields_table (id INTEGER PRIMARY KEY, a TEXT, b TEXT)`.execute(trx);
+      await sql`INSERT INTO fields_table VALUES (1, 'a1', 'b1')`.execute(trx);
+    });
+  });
+  afterEach(async () => {
+    await db.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+  const onWriter = () => db.transaction(async (trx) => (await selectAll.execute(trx)).rows);
+  const onReader = async () => (await selectAll.execute(db.kysely)).rows;
+
+  it("name the columns the reader sees once a change it read under commits", async () => {
+    expect(await onReader()).toStrictEqual([{ id: 1, a: "a1", b: "b1" }]);
+    await db.transaction(async (trx) => {
+      await sql`ALTER TABLE fields_table DROP COLUMN a`.execute(trx);
+      await sql`ALTER TABLE fields_table ADD COLUMN c TEXT`.execute(trx);
+      await sql`UPDATE fields_table SET c = 'c' || id`.execute(trx);
+      // Another request reads the table meanwhile, on the reader: the change is not committed.
+      expect(await onReader()).toStrictEqual([{ id: 1, a: "a1", b: "b1" }]);
+    });
+    expect(await onReader()).toStrictEqual([{ id: 1, b: "b1", c: "c1" }]);
+    expect(await db.readTogether([selectAll.compile(db.kysely)])).toStrictEqual([
+      [{ id: 1, b: "b1", c: "c1" }],
+    ]);
+  });
+
+  it("name the columns the table has again after a change was rolled back", async () => {
+    await expect(
+      db.transaction(async (trx) => {
+        await sql`ALTER TABLE fields_table DROP COLUMN a`.execute(trx);
+        await sql`ALTER TABLE fields_table ADD COLUMN c TEXT`.execute(trx);
+        expect((await selectAll.execute(trx)).rows).toStrictEqual([{ id: 1, b: "b1", c: null }]);
+        throw new Error("refused");
+      }),
+    ).rejects.toThrow("refused");
+    expect(await onWriter()).toStrictEqual([{ id: 1, a: "a1", b: "b1" }]);
+  });
+});

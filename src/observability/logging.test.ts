@@ -77,22 +77,34 @@ describe("the access line", () => {
   }
 
   it("is the line pino writes for the same fields, URL secrets redacted", () => {
-    const { lines, logger } = capture();
-    const [request, reply] = served(logger, '/a?f=json&token=s3cr3t&q="quoted" \\ é', 0.25);
-    new AccessLog().requestCompleted(null, request, reply);
-    logger.info(
-      { reqId: "req-1", req: loggedRequest(request), res: { statusCode: 200 }, responseTime: 0.25 },
-      "request completed",
-    );
-    expect(lines).toHaveLength(2);
-    const [built, byPino] = lines.map(({ time, ...rest }) => ({ ...rest, time: typeof time }));
-    expect(built).toEqual(byPino);
-    expect(built).toMatchObject({
-      level: 30,
-      pid: process.pid,
-      req: { url: '/a?f=json&token=[REDACTED]&q="quoted" \\ é', remoteAddress: "10.0.0.9" },
-      time: "number",
-    });
+    // Strings that need escaping in JSON, and plain ones (quoted as they are).
+    for (const [url, redacted] of [
+      [
+        '/a?f=json&token=s3cr3t&q="quoted" \\ é\u2028\u0001',
+        '/a?f=json&token=[REDACTED]&q="quoted" \\ é\u2028\u0001',
+      ],
+      [
+        "/sharing/rest/portals/self?f=json&token=s3cr3t",
+        "/sharing/rest/portals/self?f=json&token=[REDACTED]",
+      ],
+    ]) {
+      const { lines, logger } = capture();
+      const [request, reply] = served(logger, url as string, 0.25);
+      new AccessLog().requestCompleted(null, request, reply);
+      logger.info(
+        { reqId: "req-1", req: loggedRequest(request), res: { statusCode: 200 }, responseTime: 0.25 },
+        "request completed",
+      );
+      expect(lines).toHaveLength(2);
+      const [built, byPino] = lines.map(({ time, ...rest }) => ({ ...rest, time: typeof time }));
+      expect(built).toEqual(byPino);
+      expect(built).toMatchObject({
+        level: 30,
+        pid: process.pid,
+        req: { method: "GET", url: redacted, remoteAddress: "10.0.0.9" },
+        time: "number",
+      });
+    }
   });
 
   it("is written only at info or below, and says null for a time it does not have", () => {
@@ -103,6 +115,20 @@ describe("the access line", () => {
     new AccessLog().requestCompleted(null, ...served(logger, "/a", Number.NaN));
     expect(lines).toHaveLength(1);
     expect(lines[0]?.responseTime).toBeNull();
+  });
+
+  it("has no address, as pino writes it, for a request whose socket is gone", () => {
+    const { lines, logger } = capture();
+    const [request, reply] = served(logger, "/a", 0.25);
+    (request as { ip: string | undefined }).ip = undefined;
+    new AccessLog().requestCompleted(null, request, reply);
+    logger.info(
+      { reqId: "req-1", req: loggedRequest(request), res: { statusCode: 200 }, responseTime: 0.25 },
+      "request completed",
+    );
+    const [built, byPino] = lines.map(({ time, ...rest }) => rest);
+    expect(built).toEqual(byPino);
+    expect(built?.req).toStrictEqual({ method: "GET", url: "/a" });
   });
 });
 

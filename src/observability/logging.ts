@@ -146,10 +146,38 @@ export class AccessLog extends LogController {
     if (!log.isLevelEnabled("info")) return;
     const destination = (log as unknown as Record<symbol, pino.DestinationStream>)[pino.symbols.streamSym];
     const bindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym];
+    // The fields of `loggedRequest`, in its order. The address is undefined once the socket is
+    // gone (a client that reset its connection): JSON.stringify leaves such a field out.
+    const ip = request.ip as string | undefined;
+    const address = ip === undefined ? "" : `,"remoteAddress":${jsonText(ip)}`;
     destination?.write(
-      `{"level":30,"time":${Date.now()}${bindings},"reqId":${JSON.stringify(request.id)},"req":${JSON.stringify(loggedRequest(request))},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsed(reply)},"msg":"request completed"}\n`,
+      `{"level":30,"time":${nowText()}${bindings},"reqId":${jsonText(request.id)},"req":{"method":${jsonText(request.method)},"url":${jsonText(redactUrl(request.url))}${address}},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsed(reply)},"msg":"request completed"}\n`,
     );
   }
+}
+
+/** Printable ASCII but `"` and `\`: a string of only these is its own JSON text between quotes. */
+const PLAIN_JSON = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * A string as JSON text. Request ids, methods, most URLs and addresses need no escaping; tested so,
+ * they are quoted as they are: `JSON.stringify` called from optimized code is a call into the
+ * runtime (~2 µs of the line's ~7 in a profile of the read case at `info`, for its two calls).
+ */
+function jsonText(value: string): string {
+  return PLAIN_JSON.test(value) ? `"${value}"` : JSON.stringify(value);
+}
+
+/** `Date.now()` as text, converted once per millisecond (many lines share one when busy). */
+let lastNow = 0;
+let lastNowText = "0";
+function nowText(): string {
+  const now = Date.now();
+  if (now !== lastNow) {
+    lastNow = now;
+    lastNowText = String(now);
+  }
+  return lastNowText;
 }
 
 /** The time taken, as pino would write it (JSON has no NaN: a reply never started has none). */

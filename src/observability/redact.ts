@@ -49,14 +49,25 @@ function decodedName(raw: string): string {
 export function redactUrl(url: string): string {
   const start = url.indexOf("?");
   if (start < 0) return url;
-  const pairs = url.slice(start + 1).split("&");
-  let redacted = false;
-  for (const [i, pair] of pairs.entries()) {
-    const eq = pair.indexOf("=");
-    if (eq < 0 || !SECRET_NAMES.has(decodedName(pair.slice(0, eq)))) continue;
-    pairs[i] = `${pair.slice(0, eq)}=${REDACTED}`;
-    redacted = true;
+  // Walked by index rather than split and joined: run for every access line, and a URL without
+  // secrets is handed back as it came, with nothing allocated.
+  let redacted = "";
+  let copied = 0;
+  // The next `=` is searched again only once passed: searched from every parameter, a query of
+  // many parameters without one (`?a&a&a...`) would be read to its end once per parameter.
+  let eq = -1;
+  for (let from = start + 1; from <= url.length; ) {
+    if (eq < from) {
+      eq = url.indexOf("=", from);
+      if (eq < 0) break;
+    }
+    let end = url.indexOf("&", from);
+    if (end < 0) end = url.length;
+    if (eq >= 0 && eq < end && SECRET_NAMES.has(decodedName(url.slice(from, eq)))) {
+      redacted += `${url.slice(copied, eq + 1)}${REDACTED}`;
+      copied = end;
+    }
+    from = end + 1;
   }
-  // Run for every access line: a URL without secrets is handed back as it came.
-  return redacted ? `${url.slice(0, start)}?${pairs.join("&")}` : url;
+  return copied === 0 ? url : redacted + url.slice(copied);
 }

@@ -73,6 +73,23 @@ describe("metrics", () => {
     expect(requests.get('{route="community.self",method="GET",outcome="error",code="499"}')).toBe(1);
     const latency = samples(text, "portico_http_request_duration_seconds_count");
     expect(latency.get('{route="items.add",method="POST"}')).toBe(3);
+    // The histogram's buckets are cumulative, end with +Inf at the count, and the sum is in seconds.
+    const buckets = [...samples(text, "portico_http_request_duration_seconds_bucket")]
+      .filter(([labels]) => labels.endsWith(',route="items.add",method="POST"}'))
+      .map(([labels, value]) => [/le="([^"]+)"/.exec(labels)?.[1], value] as const);
+    expect(buckets.map(([le]) => le)).toEqual([
+      ...["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10"],
+      "+Inf",
+    ]);
+    expect(buckets.map(([, value]) => value)).toEqual(
+      buckets.map(([, value]) => value).sort((a, b) => a - b),
+    );
+    expect(buckets.at(-1)?.[1]).toBe(3);
+    const sum = samples(text, "portico_http_request_duration_seconds_sum").get(
+      '{route="items.add",method="POST"}',
+    );
+    expect(sum).toBeGreaterThan(0);
+    expect(sum).toBeLessThan(60);
     expect(samples(text, "portico_webhook_deliveries_total").get('{outcome="delivered"}')).toBe(3);
     expect(samples(text, "portico_outbox_depth").get("")).toBe(0);
     expect(samples(text, "portico_webhook_pending_notifications").get("")).toBe(0);
