@@ -14,6 +14,7 @@ import path from "node:path";
 import { performance } from "node:perf_hooks";
 import SQLite from "better-sqlite3";
 import pg from "pg";
+import { postgresCpuMs } from "./load.js";
 import type { EngineName, Store } from "./stores.js";
 
 export interface DeliveryFigures {
@@ -32,6 +33,11 @@ export interface DeliveryFigures {
    * delivery, in microseconds; undefined without /proc.
    */
   cpuUsPerDelivery: number | undefined;
+  /**
+   * The portal's PostgreSQL backends' CPU time over the same span, per delivery, in microseconds;
+   * undefined on SQLite or without /proc.
+   */
+  dbCpuUsPerDelivery: number | undefined;
 }
 
 export const DELIVERY = {
@@ -187,6 +193,7 @@ function figuresOf(
   arrivals: Arrival[],
   committed: number,
   cpuMs: number | undefined,
+  dbCpuMs: number | undefined,
 ): DeliveryFigures {
   const ats = arrivals.map((a) => a.at);
   const first = Math.min(...ats);
@@ -203,6 +210,7 @@ function figuresOf(
     p99: pct(0.99),
     totalS: (last - committed) / 1000,
     cpuUsPerDelivery: cpuMs === undefined ? undefined : (cpuMs * 1000) / Math.max(1, arrivals.length),
+    dbCpuUsPerDelivery: dbCpuMs === undefined ? undefined : (dbCpuMs * 1000) / Math.max(1, arrivals.length),
   };
 }
 
@@ -221,6 +229,17 @@ export async function measureDelivery(
     const now = serverCpuMs();
     return before === undefined || now === undefined ? undefined : now - before;
   };
+  // The portal's backends, by their database's name; the bench's own connection that writes the
+  // events is gone by the end of a case, so it is left out.
+  const database = engine === "postgres" ? new URL(store.env.DATABASE_URL as string).pathname.slice(1) : "";
+  const dbCpu = () => (database === "" ? undefined : postgresCpuMs([database]));
+  const dbCpuSince = (before: Map<number, number> | undefined) => {
+    const after = dbCpu();
+    if (before === undefined || after === undefined) return undefined;
+    let used = 0;
+    for (const [pid, ms] of after) used += ms - (before.get(pid) ?? 0);
+    return used;
+  };
   const receiver = await BenchReceiver.start();
   const api = new HookApi(origin, token);
   const results: DeliveryFigures[] = [];
@@ -229,6 +248,7 @@ export async function measureDelivery(
     const one = await api.create("bench one", receiver.url);
     receiver.arrivals.length = 0;
     let cpu = serverCpuMs();
+    let db = dbCpu();
     let committed = Date.now();
     await insertEvents(engine, store, DELIVERY.burstEvents);
     await receiver.waitForCount(DELIVERY.burstEvents, DELIVERY.timeoutMs);
@@ -239,6 +259,7 @@ export async function measureDelivery(
         receiver.arrivals,
         committed,
         cpuSince(cpu),
+        dbCpuSince(db),
       ),
     );
     await api.delete(one);
@@ -249,6 +270,7 @@ export async function measureDelivery(
       many.push(await api.create(`bench fan ${i}`, receiver.url));
     receiver.arrivals.length = 0;
     cpu = serverCpuMs();
+    db = dbCpu();
     committed = Date.now();
     await insertEvents(engine, store, DELIVERY.fanOutEvents);
     const fanOut = DELIVERY.fanOutEvents * DELIVERY.fanOutWebhooks;
@@ -260,6 +282,7 @@ export async function measureDelivery(
         receiver.arrivals,
         committed,
         cpuSince(cpu),
+        dbCpuSince(db),
       ),
     );
     for (const id of many) await api.delete(id);
@@ -271,6 +294,7 @@ export async function measureDelivery(
     const total = perSecond * seconds;
     // Includes serving the addItem calls: the figure says what a change costs end to end.
     cpu = serverCpuMs();
+    db = dbCpu();
     committed = Date.now();
     const start = performance.now();
     const sends: Promise<void>[] = [];
@@ -283,7 +307,14 @@ export async function measureDelivery(
     await Promise.all(sends);
     await receiver.waitForCount(total, DELIVERY.timeoutMs);
     results.push(
-      figuresOf(`${perSecond} changes/s via the API`, total, receiver.arrivals, committed, cpuSince(cpu)),
+      figuresOf(
+        `${perSecond} changes/s via the API`,
+        total,
+        receiver.arrivals,
+        committed,
+        cpuSince(cpu),
+        dbCpuSince(db),
+      ),
     );
     await api.delete(paced);
   } finally {

@@ -143,3 +143,30 @@ async function fire(c: LoadCase, connections: number, seconds: number) {
   });
   return { result, samples };
 }
+
+/**
+ * utime + stime of each PostgreSQL backend connected to `databases` (their process titles name
+ * the database), ms by pid; undefined without /proc. The server's own processes (WAL writer,
+ * checkpointer), shared with whatever else uses the server, are left out.
+ */
+export function postgresCpuMs(databases: readonly string[]): Map<number, number> | undefined {
+  let pids: string[];
+  try {
+    pids = fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name));
+  } catch {
+    return undefined;
+  }
+  const byPid = new Map<number, number>();
+  for (const pid of pids) {
+    let title: string;
+    try {
+      title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue; // The process ended meanwhile.
+    }
+    if (!title.startsWith("postgres:") || !databases.some((name) => title.includes(` ${name} `))) continue;
+    const seconds = cpuSeconds(Number(pid));
+    if (seconds !== undefined) byPid.set(Number(pid), seconds * 1000);
+  }
+  return byPid;
+}

@@ -872,7 +872,10 @@ async function measureDeliveries(
         `p50 ${ms(r.p50).padStart(7)}  p99 ${ms(r.p99).padStart(7)}  (${r.deliveries} in ${r.totalS.toFixed(1)} s)` +
         (r.cpuUsPerDelivery === undefined
           ? ""
-          : `  server CPU ${Math.round(r.cpuUsPerDelivery)} µs/delivery`),
+          : `  server CPU ${Math.round(r.cpuUsPerDelivery)} µs/delivery`) +
+        (r.dbCpuUsPerDelivery === undefined
+          ? ""
+          : `  PostgreSQL CPU ${Math.round(r.dbCpuUsPerDelivery)} µs/delivery`),
     );
   }
   return results;

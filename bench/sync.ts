@@ -8,9 +8,8 @@
  * - with nothing changed, which only compares offers and holdings.
  * Each sync's status must be `completed` with exactly the expected items succeeded.
  */
-import fs from "node:fs";
 import { performance } from "node:perf_hooks";
-import { cpuSeconds } from "./load.js";
+import { postgresCpuMs } from "./load.js";
 import { ADMIN, PortalApi } from "./portal-api.js";
 import type { ServerProcess } from "./processes.js";
 import { rate, seconds } from "./report.js";
@@ -276,33 +275,6 @@ export async function runTimedSync(
   }
   const status = await guest.get(`${workspace}/syncStatus/${r.jobId}`, {}, `${what}: syncStatus`);
   return { ms, guestCpuMs: used(0), hostCpuMs: used(1), dbCpuMs, status };
-}
-
-/**
- * utime + stime of each PostgreSQL backend connected to `databases` (their process titles name
- * the database), ms by pid; undefined without /proc. The server's own processes (WAL writer,
- * checkpointer), shared with whatever else uses the server, are left out.
- */
-function postgresCpuMs(databases: readonly string[]): Map<number, number> | undefined {
-  let pids: string[];
-  try {
-    pids = fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name));
-  } catch {
-    return undefined;
-  }
-  const byPid = new Map<number, number>();
-  for (const pid of pids) {
-    let title: string;
-    try {
-      title = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    } catch {
-      continue; // The process ended meanwhile.
-    }
-    if (!title.startsWith("postgres:") || !databases.some((name) => title.includes(` ${name} `))) continue;
-    const seconds = cpuSeconds(Number(pid));
-    if (seconds !== undefined) byPid.set(Number(pid), seconds * 1000);
-  }
-  return byPid;
 }
 
 /** One synchronous sync on the guest, timed; its status must be completed with `expected` items moved. */
