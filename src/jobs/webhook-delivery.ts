@@ -32,7 +32,8 @@ import type { WakeUp } from "./wake-up.js";
  *
  * 1. Dispatch: outbox events not yet dispatched are matched against every active webhook's
  *    triggers; the matching notifications are inserted and the events marked dispatched in one
- *    transaction, so a crash either dispatches an event whole or not at all.
+ *    transaction, so a crash either dispatches an event whole or not at all. On PostgreSQL an
+ *    event recorded while no webhook is active is stored already dispatched (`recordEvents`).
  * 2. Send: due notifications are claimed with a lease, POSTed through the address guard, and their
  *    outcome recorded. A crash after sending and before recording resends (a duplicate the
  *    receiver recognizes by `webhook-id`); a crash never loses one: the lease runs out and the

@@ -7,7 +7,12 @@ import type {
   WebhookSettingsTable,
   WebhookTable,
 } from "../db/schema.js";
-import { type EventRow, markDispatched, takeUndispatched } from "../events/outbox.js";
+import {
+  type EventRow,
+  lockOutboxForNewWebhook,
+  markDispatched,
+  takeUndispatched,
+} from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { Page } from "../validation/paging.js";
 import {
@@ -175,13 +180,18 @@ export async function dispatchUnwanted(
   return { activeWebhooks: Number(row?.active_webhooks ?? 0), taken: Number(row?.taken ?? 0) };
 }
 
-/** Adds an active webhook; its failure count starts at its creation. */
+/**
+ * Adds an active webhook; its failure count starts at its creation. Call it first in its
+ * transaction: every event whose transaction commits after it is the webhook's, including those of
+ * writes under way meanwhile (`lockOutboxForNewWebhook`).
+ */
 export async function insertWebhook(
   q: Queryable,
   fields: WebhookFields,
   ownerId: string,
   now: number,
 ): Promise<WebhookRow> {
+  await lockOutboxForNewWebhook(q);
   const row: WebhookRow = {
     id: newId(),
     name: fields.name,
@@ -232,7 +242,11 @@ export async function deleteWebhook(q: Queryable, id: string): Promise<boolean> 
   return Number(r.numDeletedRows) > 0;
 }
 
-/** Activates or deactivates; activation starts a clean failure count (`wire.md` §7). False when there is none. */
+/**
+ * Activates or deactivates; activation starts a clean failure count (`wire.md` §7). False when
+ * there is none. Call it first in its transaction: an activation, like a creation, holds back the
+ * events of writes under way (`lockOutboxForNewWebhook`).
+ */
 export async function setWebhookActive(
   q: Queryable,
   id: string,
@@ -240,6 +254,7 @@ export async function setWebhookActive(
   modifiedId: string,
   now: number,
 ): Promise<boolean> {
+  if (active) await lockOutboxForNewWebhook(q);
   const r = await q
     .updateTable("webhooks")
     .set({

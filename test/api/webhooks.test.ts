@@ -2,7 +2,8 @@ import { createHmac, randomBytes } from "node:crypto";
 import { sql } from "kysely";
 import { Webhook } from "standardwebhooks";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { analyzeNotifications } from "../../src/webhooks/webhook.repository.js";
+import { recordEvent } from "../../src/events/outbox.js";
+import { analyzeNotifications, insertWebhook } from "../../src/webhooks/webhook.repository.js";
 import { engine, startTestPortal, type TestPortal } from "../helpers/portico.js";
 import { type Received, type Receiver, startReceiver } from "../helpers/receiver.js";
 
@@ -652,6 +653,60 @@ describeOnPostgres("webhook delivery on PostgreSQL", () => {
       return Number(left.n) === 0;
     }, 20_000);
   }, 90_000);
+
+  // The dispatcher has nothing to mark while no webhook is active: the insert decides. A webhook
+  // created meanwhile must not lose the event of a write that commits after it.
+  it("records events already dispatched while no webhook is active, in the write's own transaction", async () => {
+    const db = portal.portico.db;
+    const objectId = randomBytes(16).toString("hex");
+    const dispatched = await db.transaction(async (trx) => {
+      await recordEvent(trx, { source: "item", operation: "update", objectId, actor: null });
+      // Read before the commit: the dispatcher cannot have marked it.
+      const row = await trx
+        .selectFrom("events")
+        .select("dispatched")
+        .where("object_id", "=", objectId)
+        .executeTakeFirstOrThrow();
+      return row.dispatched;
+    });
+    expect(dispatched).toBe(1);
+  });
+
+  it("delivers the event of a write that commits after a webhook created while it was under way", async () => {
+    const db = portal.portico.db;
+    const admin = await db.kysely
+      .selectFrom("users")
+      .select("id")
+      .where("username", "=", "admin_user")
+      .executeTakeFirstOrThrow();
+    const waitingOnEvents = async () => {
+      const { rows } = await sql<{ n: string | number }>`
+        SELECT count(*) AS n FROM pg_locks
+        WHERE relation = 'events'::regclass AND NOT granted`.execute(db.kysely);
+      return Number(rows[0]?.n ?? 0);
+    };
+    let write: Promise<string> | undefined;
+    await db.transaction(async (trx) => {
+      await insertWebhook(
+        trx,
+        {
+          name: "created during a write",
+          payloadUrl: receiver.url,
+          secret: "",
+          changes: "allChanges",
+          events: ["/"],
+          config: {},
+        },
+        admin.id,
+        Date.now(),
+      );
+      // A write whose event is inserted while the webhook is not committed yet: it waits for it.
+      write = addItem("Written while a webhook was created");
+      await waitUntil(async () => (await waitingOnEvents()) > 0, 10_000);
+    });
+    const itemId = await (write as Promise<string>);
+    await receiver.waitFor(() => eventsOf(receiver.deliveries()).some((e) => e.id === itemId), 20_000);
+  });
 
   it("gives up gathering them while a lock stands in the way, rather than wait for it", async () => {
     const db = portal.portico.db.kysely;
