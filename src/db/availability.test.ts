@@ -4,6 +4,7 @@ import {
   type AvailabilityChange,
   isConnectionLoss,
   isPoolWaitTimeout,
+  isTransientConflict,
   ReachabilityCheck,
 } from "./availability.js";
 
@@ -135,5 +136,17 @@ describe("ReachabilityCheck", () => {
       { state: "restored", downMs: expect.any(Number) },
     ]);
     check.close();
+  });
+});
+
+describe("transient conflicts", () => {
+  it("are PostgreSQL's deadlocks and serialization failures, not other errors", () => {
+    const pgError = (code: string) => Object.assign(new Error("pg"), { code });
+    expect(isTransientConflict(pgError("40P01"))).toBe(true);
+    expect(isTransientConflict(pgError("40001"))).toBe(true);
+    for (const code of ["23505", "57014", "08006", "40"])
+      expect(isTransientConflict(pgError(code))).toBe(false);
+    expect(isTransientConflict(new Error("deadlock detected"))).toBe(false);
+    expect(isTransientConflict(undefined)).toBe(false);
   });
 });

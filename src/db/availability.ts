@@ -51,6 +51,17 @@ export function isPoolWaitTimeout(err: unknown): boolean {
 }
 
 /**
+ * True when PostgreSQL undid a transaction because it met another at the same moment: a deadlock
+ * it broke (40P01; creating a webhook holds back the events of writes under way, see
+ * `lockOutboxForNewWebhook`), or a serialization failure (40001). Nothing of it was written, and
+ * sending it again may succeed.
+ */
+export function isTransientConflict(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === "40P01" || code === "40001";
+}
+
+/**
  * True when `err` says the database could not be reached or the connection was lost, rather than
  * that a statement was wrong: retrying later may succeed.
  */

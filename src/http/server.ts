@@ -10,7 +10,7 @@ import Fastify, {
 } from "fastify";
 import ipaddr from "ipaddr.js";
 import type { Config } from "../config.js";
-import { isConnectionLoss, isPoolWaitTimeout } from "../db/availability.js";
+import { isConnectionLoss, isPoolWaitTimeout, isTransientConflict } from "../db/availability.js";
 import { pendingMigrations } from "../db/migrate.js";
 import { errors, PorticoError } from "../errors.js";
 import {
@@ -176,6 +176,10 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
       mapped = errors.badBody(error.message);
     } else if (isPoolWaitTimeout(error)) {
       mapped = errors.databaseBusy();
+    } else if (isTransientConflict(error)) {
+      mapped = errors.conflict(
+        "The change met another made at the same moment and was undone: nothing was written. Send it again.",
+      );
     } else if (isConnectionLoss(error)) {
       // Logged once per outage where the connection is lost (app.ts), not once per request.
       mapped = errors.databaseUnavailable();
