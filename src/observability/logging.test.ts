@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import type { FastifyReply, FastifyRequest } from "fastify";
+import Fastify, { type FastifyReply, type FastifyRequest } from "fastify";
 import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { AccessLog, BatchedOutput, loggedRequest, requestChildLogger } from "./logging.js";
@@ -104,6 +104,23 @@ describe("the access line", () => {
         req: { method: "GET", url: redacted, remoteAddress: "10.0.0.9" },
         time: "number",
       });
+    }
+  });
+
+  it("is not written, and nothing throws, when the server logs nothing (logger: false)", async () => {
+    const app = Fastify({ logger: false });
+    try {
+      const request = { id: "req-1", method: "GET", url: "/a", ip: "10.0.0.9", server: app };
+      const reply = { statusCode: 200, elapsedTime: 1 };
+      expect(() =>
+        new AccessLog().requestCompleted(
+          null,
+          request as unknown as FastifyRequest,
+          reply as unknown as FastifyReply,
+        ),
+      ).not.toThrow();
+    } finally {
+      await app.close();
     }
   });
 
