@@ -392,11 +392,6 @@ export class WebhookDelivery {
     // Recording fell behind: the next record's commit wakes the engine again.
     if (this.unrecorded >= this.maxInFlight * UNRECORDED_FACTOR) return;
     const { db } = this.options;
-    // PostgreSQL: a claim's cost hardly depends on how many it takes (its plan reads every due
-    // notification, from statistics always behind a burst), so it waits until the held ones run
-    // low, no more than are in flight, and then takes more at once. Every finished attempt wakes
-    // the engine again, and one is in flight while any is held.
-    if (db.engine === "postgres" && this.heldTotal > this.inFlightTotal) return;
     const settings = await this.options.settings.deliverySettings();
     const now = Date.now();
     const leaseMs = attemptTimeoutMs(settings) + LEASE_MARGIN_MS;
