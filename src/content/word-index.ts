@@ -1,5 +1,5 @@
-import { type Kysely, SqliteAdapter, sql } from "kysely";
-import type { Engine, Queryable } from "../db/database.js";
+import { type Kysely, sql } from "kysely";
+import { type Engine, engineOf, type Queryable } from "../db/database.js";
 import type { Database } from "../db/schema.js";
 import { type FieldWords, fieldWords, ftsText, tsvectorLiteral } from "./words.js";
 
@@ -17,11 +17,6 @@ export interface IndexedItemColumns {
   snippet: string;
   /** JSON array of strings. */
   tags: string;
-}
-
-/** Which engine a handle talks to, for the few statements that differ (the index itself). */
-export function engineOf(q: Queryable | Kysely<Database>): Engine {
-  return q.getExecutor().adapter instanceof SqliteAdapter ? "sqlite" : "postgres";
 }
 
 function parseTags(json: string): string[] {

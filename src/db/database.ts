@@ -21,6 +21,11 @@ import { schemaScopedPostgresDialect } from "./schema-introspector.js";
 
 export type Engine = "sqlite" | "postgres";
 
+/** Which engine a handle talks to, for the few statements that differ. */
+export function engineOf(q: Queryable | Kysely<Database>): Engine {
+  return q.getExecutor().adapter instanceof SqliteAdapter ? "sqlite" : "postgres";
+}
+
 /** A Kysely handle: the database itself or a transaction. Repositories accept either. */
 export type Queryable = Kysely<Database> | Transaction<Database>;
 
