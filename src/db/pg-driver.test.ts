@@ -124,6 +124,17 @@ describe("statements sent in one message", () => {
     // One connection: what a statement leaves behind on it is what the next one finds.
     max: 1,
   });
+  /** Describe messages of portals the connection sent (node-postgres's connection, spied on). */
+  let portalDescribes = 0;
+  pool.on("connect", (client) => {
+    const connection = (client as unknown as { connection: { describe(msg: { type: string }): void } })
+      .connection;
+    const describe = connection.describe.bind(connection);
+    connection.describe = (msg) => {
+      if (msg.type === "P") portalDescribes++;
+      describe(msg);
+    };
+  });
   const db = kyselyOver(pool);
   afterAll(async () => {
     await db.destroy();
@@ -145,11 +156,11 @@ describe("statements sent in one message", () => {
     expect(await read([timeout])).toEqual([[{ t: "0" }]]);
   });
 
-  for (const how of ["inlined", "as parameters"] as const) {
-    it(`stops a statement past statement_timeout (${how}) and leaves the connection as it was`, async () => {
-      // A Buffer is not written into the text: the statements then go one by one in a transaction.
+  for (const value of ["a string", "a Buffer"] as const) {
+    it(`stops a statement past statement_timeout (${value}) and leaves the connection as it was`, async () => {
+      // Values are bound, whatever their kind (a Buffer could not be written into a text).
       const slow = CompiledQuery.raw("SELECT pg_sleep(2), length($1::bytea) AS n", [
-        how === "inlined" ? "x" : Buffer.from("x"),
+        value === "a string" ? "x" : Buffer.from("x"),
       ]);
       const failed = await read([slow], { statement_timeout: "50" }).catch((err: unknown) => err);
       expect((failed as { code?: string }).code).toBe("57014");
@@ -193,6 +204,47 @@ describe("statements sent in one message", () => {
     expect((failed as { code?: string }).code).toBe("57014");
     expect(await read([timeout])).toEqual([[{ t: "0" }]]);
     expect(await plans()).toContainEqual(expect.stringContaining("pg_sleep"));
+  });
+
+  it("parses the settings once per connection, as a named statement bound to each value", async () => {
+    await read([timeout], { statement_timeout: "1234" });
+    await read([timeout], { statement_timeout: "4321", lock_timeout: "99" });
+    const { rows } = await db.executeQuery<{ name: string; from_sql: boolean }>(
+      CompiledQuery.raw(
+        "SELECT name, from_sql FROM pg_prepared_statements WHERE statement = 'SELECT set_config($1, $2, true)'",
+        [],
+      ),
+    );
+    expect(rows).toEqual([{ name: expect.stringMatching(/^portico_\d+$/), from_sql: false }]);
+  });
+
+  it("reads a prepared statement's rows without a row description once it has read one", async () => {
+    const text = "SELECT $1::int AS n, $2::text AS t, NULL::int AS none, $3::bool AS b, 2.5::float8 AS f";
+    const statement = (n: number) => withCachedPlan(CompiledQuery.raw(text, [n, `v${n}`, n > 1]));
+    const before = portalDescribes;
+    expect(await read([statement(1)], { statement_timeout: "1000" })).toEqual([
+      [{ n: 1, t: "v1", none: null, b: false, f: 2.5 }],
+    ]);
+    // The first time only (the settings' statement was parsed and described by an earlier test).
+    expect(portalDescribes - before).toBe(1);
+    for (const n of [2, 3]) {
+      const [rows] = await read([statement(n)], { statement_timeout: "1000" });
+      expect(rows).toEqual([{ n, t: `v${n}`, none: null, b: true, f: 2.5 }]);
+      // Made by the compiled literal: the columns in their order, on a plain object.
+      expect(Object.keys(rows?.[0] as object)).toEqual(["n", "t", "none", "b", "f"]);
+    }
+    expect(portalDescribes - before).toBe(1);
+  });
+
+  it("keeps a __proto__ column a property of its row, never the row's prototype", async () => {
+    const statement = () =>
+      withCachedPlan(CompiledQuery.raw(`SELECT $1::text AS "__proto__", 1 AS n`, ["x"]));
+    for (let i = 0; i < 2; i++) {
+      const [[row]] = (await read([statement()])) as [[Record<string, unknown>]];
+      expect(Object.getPrototypeOf(row)).toBe(Object.prototype);
+      expect(Object.getOwnPropertyDescriptor(row, "__proto__")?.value).toBe("x");
+      expect(row.n).toBe(1);
+    }
   });
 
   it("sends a text PostgreSQL cannot prepare inlined, as before", async () => {
