@@ -589,7 +589,7 @@ describe("Pipeline type parser errors", () => {
   }, 5000);
 });
 
-describe("review: EXECUTE literals (passes: no injection found)", () => {
+describe("review: values of a group's prepared statements (passes: no injection found)", () => {
   const pool = new pg.Pool({
     connectionString: PG_URL,
     max: 1,
@@ -614,7 +614,7 @@ describe("review: EXECUTE literals (passes: no injection found)", () => {
     "naïve 日本語 🎉 \u2028",
     "\ud800",
   ];
-  it("round-trips hostile strings through EXECUTE with standard_conforming_strings off", async () => {
+  it("round-trips hostile strings bound to a prepared statement with standard_conforming_strings off", async () => {
     for (const v of hostile) {
       const rows = (
         await db.executeQuery<unknown[]>(
