@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { CompiledQuery, Kysely, PostgresAdapter, PostgresIntrospector, PostgresQueryCompiler } from "kysely";
 import pg from "pg";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -270,6 +271,29 @@ describe("statements sent in one message", () => {
     expect(await read([statement()])).toEqual([[{ a: 1 }]]);
     await db.executeQuery(CompiledQuery.raw("ALTER TABLE pg_driver_grown ADD COLUMN b int DEFAULT 2", []));
     expect(await read([statement()])).toEqual([[{ a: 1, b: 2 }]]);
+  });
+
+  it("parses again a statement the connection still has where the driver does not know it (42P05)", async () => {
+    const text = "SELECT 3 * $1::int AS n";
+    // The name the driver gives the text (a digest of it), taken by a PREPARE the driver never saw.
+    const name = `portico_plan_${createHash("sha256").update(text).digest("hex").slice(0, 32)}`;
+    await db.executeQuery(CompiledQuery.raw(`PREPARE ${name} AS SELECT 0 AS n`, []));
+    expect(await read([withCachedPlan(CompiledQuery.raw(text, [14]))])).toEqual([[{ n: 42 }]]);
+  });
+
+  it("prepares again every statement of a group that one change of their table made unusable", async () => {
+    await db.executeQuery(CompiledQuery.raw("CREATE TEMP TABLE pg_driver_retyped (id int, a text)", []));
+    await db.executeQuery(CompiledQuery.raw("INSERT INTO pg_driver_retyped VALUES (1, 'one')", []));
+    const group = () => [
+      withCachedPlan(CompiledQuery.raw("SELECT * FROM pg_driver_retyped WHERE id = $1", [1])),
+      withCachedPlan(CompiledQuery.raw("SELECT a FROM pg_driver_retyped WHERE id = $1", [1])),
+    ];
+    expect(await read(group())).toEqual([[{ id: 1, a: "one" }], [{ a: "one" }]]);
+    // Both statements' result type changes: the one retry must parse both again, not only the first.
+    await db.executeQuery(
+      CompiledQuery.raw("ALTER TABLE pg_driver_retyped ALTER COLUMN a TYPE varchar(20)", []),
+    );
+    expect(await read(group())).toEqual([[{ id: 1, a: "one" }], [{ a: "one" }]]);
   });
 
   it("keeps at most 64 prepared statements on a connection, dropping the oldest", async () => {

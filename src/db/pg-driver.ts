@@ -345,7 +345,10 @@ class BatchingConnection implements DatabaseConnection {
         // changed since it was parsed (0A000, "cached plan must not change result type": `items.*`
         // after a column was added by another node): the pipeline marked them unsure, and the
         // reads run again once, parsing them anew.
-        if (!again && (code === "26000" || code === "0A000")) return this.sendGroup(statements, true);
+        // Or one the server still has where the driver thinks it closed (42P05 at its Parse: a
+        // Close lost with a cancelled pipeline); the pipeline marked it unsure too.
+        if (!again && (code === "26000" || code === "0A000" || code === "42P05"))
+          return this.sendGroup(statements, true);
         const failed = pipeline.failedStep;
         // Refused at its Parse before anything ran: sent inlined from now on, this time included.
         if (code !== "42P18" || failed === undefined) throw err;
@@ -671,6 +674,10 @@ class Pipeline {
     // unusable, "cached plan must not change result type"): parsed again next time.
     const name = this.failedStep?.name;
     if (name !== undefined) this.statements.set(name, "unsure");
+    // The change that made it unusable may have made the pipeline's later statements unusable too
+    // (a column type both read): all of them are parsed again, so that one retry is enough.
+    if ((err as { code?: unknown }).code === "0A000")
+      for (const step of this.steps) if (step.name !== undefined) this.statements.set(step.name, "unsure");
     this.reject(err);
   }
 
