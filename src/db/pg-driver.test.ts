@@ -649,3 +649,40 @@ describe("review: values of a group's prepared statements (passes: no injection 
     }
   });
 });
+
+describe("a session the server ended", () => {
+  const admin = new pg.Client({ connectionString: PG_URL });
+  // One connection: the next statement is handed the client the failed one used, if it is kept.
+  const pool = new pg.Pool({ connectionString: PG_URL, max: 1 });
+  const db = kyselyOver(pool);
+  beforeAll(async () => {
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await db.destroy();
+    await admin.end();
+  });
+
+  it("is not given back to the pool, so the next statement runs on a new session", async () => {
+    const pid = async () =>
+      (await db.executeQuery<{ pid: number }>(CompiledQuery.raw("SELECT pg_backend_pid() AS pid", [])))
+        .rows[0]?.pid;
+    const first = await pid();
+    const sleeping = db.executeQuery(CompiledQuery.raw("SELECT pg_sleep(30)", []));
+    await expect
+      .poll(
+        async () =>
+          (
+            await admin.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'PgSleep'", [
+              first,
+            ])
+          ).rowCount,
+      )
+      .toBe(1);
+    await admin.query("SELECT pg_terminate_backend($1)", [first]);
+    await expect(sleeping).rejects.toMatchObject({ code: "57P01" });
+    const next = await pid();
+    expect(next).toBeTypeOf("number");
+    expect(next).not.toBe(first);
+  });
+});

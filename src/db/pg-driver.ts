@@ -8,6 +8,7 @@ import {
   type TransactionSettings,
 } from "kysely";
 import type pg from "pg";
+import { isConnectionLoss } from "./availability.js";
 
 /** node-postgres's own mapping of a value to its wire text, as every `client.query` applies it. */
 const { prepareValue } = createRequire(import.meta.url)("pg/lib/utils") as {
@@ -251,6 +252,8 @@ class BatchingConnection implements DatabaseConnection {
   private readonly shapes = new Map<string, RowShape>();
   /** node-postgres's parsers of this connection (the pool's `types`). */
   private readonly types: TypeParsers;
+  /** The error that ended this connection's session, if one did (see `release`). */
+  private lost: Error | undefined;
 
   constructor(private readonly client: pg.PoolClient) {
     this.types = { getTypeParser: (oid, format) => client.getTypeParser(oid, format) };
@@ -264,6 +267,10 @@ class BatchingConnection implements DatabaseConnection {
 
   /** COMMIT or ROLLBACK, with what is pending in front of a COMMIT. */
   async end(statement: "COMMIT" | "ROLLBACK"): Promise<void> {
+    return this.ending(statement).catch((err: unknown) => this.failed(err));
+  }
+
+  private async ending(statement: "COMMIT" | "ROLLBACK"): Promise<void> {
     const begun = this.pendingBegin === undefined;
     const pending = statement === "COMMIT" ? this.pending : [];
     this.pendingBegin = statement === "COMMIT" ? this.pendingBegin : undefined;
@@ -287,15 +294,30 @@ class BatchingConnection implements DatabaseConnection {
     this.pendingBegin = undefined;
     this.pending = [];
     this.inTransaction = false;
-    this.client.release();
+    // Given the error, the pool ends the client instead of keeping it: the server may end the
+    // session (pg_terminate_backend, a shutdown) before the socket closes, and the next request
+    // handed the client would fail on it ("Connection terminated unexpectedly").
+    this.client.release(this.lost);
+  }
+
+  /** Rethrows `err`, noting first whether it ended the session (see `release`). */
+  private failed(err: unknown): never {
+    if (this.lost === undefined && isConnectionLoss(err)) {
+      this.lost = err instanceof Error ? err : new Error(String(err));
+    }
+    throw err;
   }
 
   /** A statement without parameters, after what is pending. */
   async run(text: string): Promise<void> {
-    await this.send(text, []);
+    await this.send(text, []).catch((err: unknown) => this.failed(err));
   }
 
   async executeQuery<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
+    return this.execute<R>(compiled).catch((err: unknown) => this.failed(err));
+  }
+
+  private async execute<R>(compiled: CompiledQuery): Promise<QueryResult<R>> {
     const group = groups.get(compiled);
     if (group) {
       const { rows } = await this.sendGroup(group.statements);
