@@ -1,3 +1,6 @@
+import { getEventListeners } from "node:events";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { OutboundGuard, OutboundRefused } from "./guard.js";
 
@@ -230,6 +233,73 @@ describe("post", () => {
     const g = new OutboundGuard([]);
     guards.push(g);
     await expect(post(g, "http://localhost:9/")).rejects.toThrow(/localhost resolves to .*loopback/);
+  });
+
+  /** A receiver on loopback that reads requests and answers none. */
+  const silentReceiver = async () => {
+    const server = http.createServer(() => {});
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return {
+      url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`,
+      close: () => {
+        server.closeAllConnections();
+        return new Promise((resolve) => server.close(resolve));
+      },
+    };
+  };
+
+  it("ends an exchange without an answer at its total timeout, as a timeout", async () => {
+    const g = new OutboundGuard(["127.0.0.1/32"]);
+    guards.push(g);
+    const receiver = await silentReceiver();
+    try {
+      const failure = await g
+        .post(receiver.url, {
+          headers: {},
+          body: "{}",
+          connectTimeoutMs: 2000,
+          totalTimeoutMs: 200,
+          maxResponseBytes: 16,
+        })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      expect(failure).toMatchObject({ name: "TimeoutError" });
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it("ends an exchange when the caller's signal aborts, with its reason, and lets go of the signal", async () => {
+    const g = new OutboundGuard(["127.0.0.1/32"]);
+    guards.push(g);
+    const receiver = await silentReceiver();
+    try {
+      const caller = new AbortController();
+      const options = {
+        headers: {},
+        body: "{}",
+        connectTimeoutMs: 2000,
+        totalTimeoutMs: 10_000,
+        maxResponseBytes: 16,
+      };
+      const exchange = g.post(receiver.url, { ...options, signal: caller.signal }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(getEventListeners(caller.signal, "abort")).toHaveLength(1);
+      const reason = new Error("shutting down");
+      caller.abort(reason);
+      expect(await exchange).toBe(reason);
+      expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+      // Already aborted: refused before anything is sent.
+      expect(
+        await g.post(receiver.url, { ...options, signal: caller.signal }).catch((err: unknown) => err),
+      ).toBe(reason);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it("refuses a hex or IPv4-compatible literal at connection time too", async () => {

@@ -164,19 +164,36 @@ export class OutboundGuard {
    */
   async post(url: string, options: PostOptions): Promise<OutboundResponse> {
     const parsed = this.checkUrl(url);
-    const timeout = AbortSignal.timeout(options.totalTimeoutMs);
-    const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
-    const res = await request(parsed, {
-      method: "POST",
-      headers: options.headers,
-      body: options.body,
-      dispatcher: this.agent(options.connectTimeoutMs),
-      signal,
-      headersTimeout: options.totalTimeoutMs,
-      bodyTimeout: options.totalTimeoutMs,
-    });
-    const excerpt = await readCapped(res.body, options.maxResponseBytes);
-    return { status: res.statusCode, headers: res.headers, excerpt };
+    // One controller per exchange, its timer cleared and its listener removed when the exchange
+    // ends. `AbortSignal.timeout` keeps its timer (and signal) alive for the whole timeout after
+    // the answer, and `AbortSignal.any` ties every exchange's signal to the caller's long-lived
+    // one: at thousands of deliveries a second, that was live timers and signals by the hundred
+    // thousand for the garbage collector.
+    const controller = new AbortController();
+    const timer = setTimeout(
+      () => controller.abort(new DOMException("The operation was aborted due to timeout", "TimeoutError")),
+      options.totalTimeoutMs,
+    );
+    const outer = options.signal;
+    const cancel = () => controller.abort(outer?.reason);
+    if (outer?.aborted) cancel();
+    else outer?.addEventListener("abort", cancel, { once: true });
+    try {
+      const res = await request(parsed, {
+        method: "POST",
+        headers: options.headers,
+        body: options.body,
+        dispatcher: this.agent(options.connectTimeoutMs),
+        signal: controller.signal,
+        headersTimeout: options.totalTimeoutMs,
+        bodyTimeout: options.totalTimeoutMs,
+      });
+      const excerpt = await readCapped(res.body, options.maxResponseBytes);
+      return { status: res.statusCode, headers: res.headers, excerpt };
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener("abort", cancel);
+    }
   }
 
   async close(): Promise<void> {
