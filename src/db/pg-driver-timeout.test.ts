@@ -11,7 +11,9 @@ describe("query-timeout watch over a pipeline", () => {
   const schema = `review_watch_${process.pid}`;
   beforeAll(async () => {
     db = await openDatabase({
-      databaseUrl: process.env.PORTICO_TEST_DATABASE_URL,
+      // A PostgreSQL driver's test: the local server when no test database is named (as
+      // pg-driver.test.ts), not the SQLite store that openDatabase opens without a URL.
+      databaseUrl: process.env.PORTICO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
       dataDir: fs.mkdtempSync(path.join(os.tmpdir(), "review-")),
       schema,
       queryTimeoutMs: 500,

@@ -81,7 +81,7 @@ const HOSTILE = [
  */
 describe("inlined literals on PostgreSQL", () => {
   const client = new pg.Client({
-    connectionString: process.env.PORTICO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    connectionString: PG_URL,
   });
   beforeAll(async () => {
     await client.connect();
@@ -121,7 +121,7 @@ describe("inlined literals on PostgreSQL", () => {
 /** Reads sent together (a search's statements), on the real server through the driver. */
 describe("statements sent in one message", () => {
   const pool = new pg.Pool({
-    connectionString: process.env.PORTICO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test",
+    connectionString: PG_URL,
     // One connection: what a statement leaves behind on it is what the next one finds.
     max: 1,
   });
@@ -317,7 +317,7 @@ describe("statements sent in one message", () => {
  * statements around them in one pipeline, on the real server through the driver.
  */
 describe("prepared statements", () => {
-  const url = process.env.PORTICO_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const url = PG_URL;
   const schema = `driver_prepared_${process.pid}`;
   const admin = new pg.Client({ connectionString: url });
   const pool = new pg.Pool({
