@@ -18,6 +18,7 @@ import type { PortalService } from "../portal/portal.service.js";
 import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import { canViewItem, type Viewer, viewerOf } from "./access.js";
+import { eachItemAlone, requireBulkCaller } from "./bulk.js";
 import { type Box, extentJson } from "./extent.js";
 import {
   countInfoFiles,
@@ -406,6 +407,23 @@ export class ItemService {
     });
   }
 
+  /**
+   * `content/users/<u>/deleteItems`: deletes each item as `delete` does, in its own transaction;
+   * each succeeds or fails alone (a protected item, another user's) and says so in its result.
+   */
+  async deleteItems(caller: Caller | null, username: string, ids: readonly string[]) {
+    requireBulkCaller(caller, username, "portal:admin:deleteItems", "delete");
+    const results = await eachItemAlone(
+      ids,
+      async (id) => {
+        await this.delete(caller, username, id);
+        return {};
+      },
+      {},
+    );
+    return { results };
+  }
+
   async setProtected(caller: Caller | null, username: string, id: string, value: boolean): Promise<void> {
     await this.db.transaction(async (trx) => {
       await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
@@ -426,6 +444,29 @@ export class ItemService {
       await recordEvent(trx, { source: "item", operation: "move", objectId: id, actor: actorOf(caller) });
       return { owner: row.owner, folder: target?.id ?? null };
     });
+  }
+
+  /**
+   * `content/users/<u>/moveItems`: moves each item as `move` does, in its own transaction, each
+   * succeeding or failing alone. The folder is the user's, checked once before any item: a folder
+   * that is not theirs is an error of the request, naming `folder`, not of every item.
+   */
+  async moveItems(caller: Caller | null, username: string, ids: readonly string[], folder: string) {
+    requireBulkCaller(caller, username, "portal:admin:updateItems", "move");
+    if (folder !== "/") {
+      const owner = await findUser(this.db.kysely, username);
+      if (!owner) throw errors.userNotFound(username);
+      await this.mustFindFolder(this.db.kysely, owner.id, folder);
+    }
+    const results = await eachItemAlone(
+      ids,
+      async (id) => {
+        await this.move(caller, username, id, folder);
+        return {};
+      },
+      {},
+    );
+    return { results };
   }
 
   /**
@@ -535,7 +576,6 @@ export class ItemService {
     };
   }
 
-  /** Item resources of a page of rows, with their shares read in one query. */
   /**
    * `community/users/<u>/tags`: the tags of the user's items with how many items have each; the
    * user's own, or an administrator's who can view every item.
@@ -548,6 +588,7 @@ export class ItemService {
     return { tags: await tagCountsOfOwner(this.db.kysely, owner.id, MAX_USER_TAGS) };
   }
 
+  /** Item resources of a page of rows, with their shares read in one query. */
   async itemsJson(rows: readonly ItemRow[]): Promise<Record<string, unknown>[]> {
     const shares = await sharedGroupIdsOf(
       this.db.kysely,

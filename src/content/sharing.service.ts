@@ -1,11 +1,12 @@
 import type { Transaction } from "kysely";
-import { actorOf, type Caller, isCaller } from "../auth/caller.js";
+import { actorOf, type Caller } from "../auth/caller.js";
 import type { Db } from "../db/database.js";
 import type { Database } from "../db/schema.js";
-import { errors, PorticoError } from "../errors.js";
+import { errors } from "../errors.js";
 import { type ChangeEvent, recordEvent } from "../events/outbox.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { canViewItem, viewerOf } from "./access.js";
+import { eachItemAlone, requireBulkCaller } from "./bulk.js";
 import {
   findItem,
   type ItemRow,
@@ -92,10 +93,14 @@ export class SharingService {
     itemIds: readonly string[],
     request: ShareRequest,
   ) {
-    requireContentSpace(caller, username);
+    requireBulkCaller(caller, username, "portal:admin:shareToGroup", "share or unshare");
     const canSharePublic = (await this.portal.get()).settings.canSharePublic === true;
-    const results = await eachItem(itemIds, "notSharedWith", request.groups, (itemId) =>
-      this.shareIn(caller, username, itemId, request, canSharePublic),
+    const results = await eachItemAlone(
+      itemIds,
+      async (itemId) => ({
+        notSharedWith: await this.shareIn(caller, username, itemId, request, canSharePublic),
+      }),
+      { notSharedWith: [...request.groups] },
     );
     return { results };
   }
@@ -107,9 +112,11 @@ export class SharingService {
     itemIds: readonly string[],
     groups: readonly string[],
   ) {
-    requireContentSpace(caller, username);
-    const results = await eachItem(itemIds, "notUnsharedFrom", groups, (itemId) =>
-      this.unshareIn(caller, username, itemId, groups),
+    requireBulkCaller(caller, username, "portal:admin:shareToGroup", "share or unshare");
+    const results = await eachItemAlone(
+      itemIds,
+      async (itemId) => ({ notUnsharedFrom: await this.unshareIn(caller, username, itemId, groups) }),
+      { notUnsharedFrom: [...groups] },
     );
     return { results };
   }
@@ -347,12 +354,6 @@ export class SharingService {
  * `content/users/<u>/...` is that user's content (ArcGIS: "available only to the user and to
  * administrators"): another member acting there is refused as a whole, not item by item.
  */
-function requireContentSpace(caller: Caller | null, username: string): asserts caller is Caller {
-  if (caller === null) throw errors.tokenRequired();
-  if (!isCaller(caller, username) && !caller.privileges.has("portal:admin:shareToGroup")) {
-    throw errors.forbidden(`Only '${username}' or an administrator may share or unshare their items.`);
-  }
-}
 
 /** A sharing event: what changed (`sharedToGroups`, `sharedItems`, ...) is in its properties. */
 function event(
@@ -372,37 +373,4 @@ function withdrawnScopes(before: string, after: string): string[] {
   if ((rank[before] ?? 0) >= 2 && (rank[after] ?? 0) < 2) out.push("Everyone");
   if ((rank[before] ?? 0) >= 1 && (rank[after] ?? 0) < 1) out.push("Organization");
   return out;
-}
-
-/**
- * Runs a bulk operation item by item: each succeeds or fails alone, and a refused item is reported
- * in its result (with every group listed as not done) rather than failing the whole request.
- */
-async function eachItem<K extends string>(
-  itemIds: readonly string[],
-  key: K,
-  groups: readonly string[],
-  operation: (itemId: string) => Promise<string[]>,
-) {
-  const results: ({ itemId: string; success: boolean } & Record<K, string[]> & { error?: unknown })[] = [];
-  for (const itemId of itemIds) {
-    try {
-      const notDone = await operation(itemId);
-      results.push({ itemId, success: true, [key]: notDone } as (typeof results)[number]);
-    } catch (err) {
-      results.push({
-        itemId,
-        success: false,
-        [key]: [...groups],
-        error: describe(err),
-      } as (typeof results)[number]);
-    }
-  }
-  return results;
-}
-
-/** A refused item of a bulk operation is reported in its result; anything unexpected is thrown. */
-function describe(err: unknown): { code: number; message: string } {
-  if (!(err instanceof PorticoError)) throw err;
-  return { code: err.code, message: err.message };
 }

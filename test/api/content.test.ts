@@ -227,6 +227,127 @@ describe("items and folders", () => {
     expect(JSON.parse(event.properties)).toEqual({ reassignedTo: [bob.username] });
   });
 
+  it("deletes items in bulk with deleteItems, each succeeding or failing alone with its event", async () => {
+    const a = await addItem({ title: "Bulk A", type: "Web Map" });
+    const kept = await addItem({ title: "Bulk kept", type: "Web Map" });
+    const b = await addItem({ title: "Bulk B", type: "Web Map" });
+    await portal.post(`${base(alice.username)}/items/${kept.id}/protect`, {}, alice.token);
+    const bobs = await portal.post(
+      `${base(bob.username)}/addItem`,
+      { title: "Bob's", type: "Web Map" },
+      bob.token,
+    );
+    const before = (await outbox(portal)).length;
+
+    const r = await portal.post(
+      `${base(alice.username)}/deleteItems`,
+      { items: [a.id, kept.id, bobs.id, b.id].join(",") },
+      alice.token,
+    );
+    expect(r.results).toEqual([
+      { itemId: a.id, success: true },
+      {
+        itemId: kept.id,
+        success: false,
+        error: { code: 400, message: expect.stringContaining("protected") },
+      },
+      {
+        itemId: bobs.id,
+        success: false,
+        error: { code: 400, message: "Item does not exist or is inaccessible." },
+      },
+      { itemId: b.id, success: true },
+    ]);
+    expect((await portal.get(`/content/items/${a.id}`, {}, alice.token)).error.code).toBe(400);
+    expect((await portal.get(`/content/items/${b.id}`, {}, alice.token)).error.code).toBe(400);
+    expect((await portal.get(`/content/items/${kept.id}`, {}, alice.token)).id).toBe(kept.id);
+    expect((await portal.get(`/content/items/${bobs.id}`, {}, bob.token)).id).toBe(bobs.id);
+    // One event per deleted item, none for the refused ones.
+    const events = (await outbox(portal)).slice(before);
+    expect(events.map((e) => [e.operation, e.object_id])).toEqual([
+      ["delete", a.id],
+      ["delete", b.id],
+    ]);
+
+    // Another user's content: refused as a whole, before any item is looked at.
+    const denied = await portal.post(`${base(bob.username)}/deleteItems`, { items: bobs.id }, alice.token);
+    expect(denied.error.code).toBe(403);
+    expect((await portal.get(`/content/items/${bobs.id}`, {}, bob.token)).id).toBe(bobs.id);
+    // An administrator deletes it.
+    const byAdmin = await portal.post(
+      `${base(bob.username)}/deleteItems`,
+      { items: bobs.id },
+      portal.adminToken,
+    );
+    expect(byAdmin.results).toEqual([{ itemId: bobs.id, success: true }]);
+
+    const missing = await portal.post(`${base(alice.username)}/deleteItems`, {}, alice.token);
+    expect(missing.error).toMatchObject({ code: 400 });
+    expect(missing.error.message).toContain("'items'");
+    const many = Array.from({ length: 101 }, (_, i) => `id${i}`).join(",");
+    const tooMany = await portal.post(`${base(alice.username)}/deleteItems`, { items: many }, alice.token);
+    expect(tooMany.error.message).toContain("'items'");
+  });
+
+  it("moves items in bulk with moveItems, the folder checked once and each item alone", async () => {
+    const folder = (
+      await portal.post(`${base(alice.username)}/createFolder`, { title: "Bulk move" }, alice.token)
+    ).folder.id as string;
+    const a = await addItem({ title: "Move A", type: "Web Map" });
+    const b = await addItem({ title: "Move B", type: "Web Map" });
+    const r = await portal.post(
+      `${base(alice.username)}/moveItems`,
+      { items: `${a.id},nosuchitem0,${b.id}`, folder },
+      alice.token,
+    );
+    expect(r.results).toEqual([
+      { itemId: a.id, success: true },
+      {
+        itemId: "nosuchitem0",
+        success: false,
+        error: { code: 400, message: "Item does not exist or is inaccessible." },
+      },
+      { itemId: b.id, success: true },
+    ]);
+    const listing = await portal.get(`${base(alice.username)}/${folder}`, {}, alice.token);
+    expect(listing.items.map((i: { id: string }) => i.id).sort()).toEqual([a.id, b.id].sort());
+    expect((await outbox(portal)).slice(-2).map((e) => [e.operation, e.object_id])).toEqual([
+      ["move", a.id],
+      ["move", b.id],
+    ]);
+
+    // A folder that is not the user's fails the request, naming the parameter; nothing moves.
+    const before = (await outbox(portal)).length;
+    const bobsFolder = (
+      await portal.post(`${base(bob.username)}/createFolder`, { title: "Bob's" }, bob.token)
+    ).folder.id as string;
+    const wrong = await portal.post(
+      `${base(alice.username)}/moveItems`,
+      { items: a.id, folder: bobsFolder },
+      alice.token,
+    );
+    expect(wrong.error.message).toContain("'folder'");
+    expect((await outbox(portal)).length).toBe(before);
+
+    const back = await portal.post(
+      `${base(alice.username)}/moveItems`,
+      { items: `${a.id},${b.id}`, folder: "/" },
+      alice.token,
+    );
+    expect(back.results.map((x: { success: boolean }) => x.success)).toEqual([true, true]);
+    expect((await portal.get(`${base(alice.username)}/${folder}`, {}, alice.token)).items).toEqual([]);
+    const denied = await portal.post(
+      `${base(alice.username)}/moveItems`,
+      { items: a.id, folder: "/" },
+      bob.token,
+    );
+    expect(denied.error.code).toBe(403);
+    // Asked for with GET, they are operations, not folders.
+    expect((await portal.get(`${base(alice.username)}/moveItems`, {}, alice.token)).error.message).toContain(
+      "Invalid URL",
+    );
+  });
+
   it("refuses deleting a user who owns content", async () => {
     const owner = await portal.addUser("content_owner", "org_publisher");
     await portal.post(`${base(owner.username)}/addItem`, { title: "Mine", type: "Web Map" }, owner.token);

@@ -162,7 +162,7 @@ function resourceUpload(
  * Operations ArcGIS answers below `content/users/<u>`: a path naming one is an operation, never a
  * folder of that name. Those portico implements are routes of their own for their method, which
  * the router prefers to the folder's; asked for with another method (or not implemented:
- * `publish`, `deleteItems`, `moveItems`, `items`), they are "Invalid URL".
+ * `publish`, `items`), they are "Invalid URL".
  */
 const UNANSWERED_USER_OPERATIONS: ReadonlySet<string> = new Set(
   ["publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship", "export"].map(
@@ -380,6 +380,29 @@ export const contentUsersRoutes = [
     },
     handler: async ({ params, path, caller, services }) =>
       services.sharing.unshareItems(caller, path.username, params.items, params.groups),
+  }),
+  defineRoute({
+    name: "content.deleteItems",
+    methods: ["POST"],
+    path: "/content/users/:username/deleteItems",
+    auth: "required",
+    // `permanentDelete` (ArcGIS Online's recycle bin) is accepted and changes nothing: portico
+    // has no recycle bin, every delete is permanent.
+    params: { items: { ...itemList, required: true as const }, permanentDelete: p.boolean() },
+    handler: async ({ params, path, caller, services }) =>
+      services.items.deleteItems(caller, path.username, params.items),
+  }),
+  defineRoute({
+    name: "content.moveItems",
+    methods: ["POST"],
+    path: "/content/users/:username/moveItems",
+    auth: "required",
+    params: {
+      items: { ...itemList, required: true as const },
+      folder: p.string({ required: true, maxLength: 64 }),
+    },
+    handler: async ({ params, path, caller, services }) =>
+      services.items.moveItems(caller, path.username, params.items, params.folder),
   }),
   defineRoute({
     name: "folders.create",

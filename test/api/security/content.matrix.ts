@@ -89,6 +89,8 @@ const EXPECTED: Record<string, readonly Case[]> = {
   ],
   "content.shareItems": OWNER_OR_ADMIN,
   "content.unshareItems": OWNER_OR_ADMIN,
+  "content.deleteItems": OWNER_OR_ADMIN,
+  "content.moveItems": OWNER_OR_ADMIN,
   "folders.create": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   "folders.delete": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   // Comments: anyone signed in who sees the item; ArcGIS updateComment is for the comment's owner
@@ -409,6 +411,24 @@ const SETUP: Record<string, Setup> = {
         expect(r.results).toEqual([
           expect.objectContaining({ itemId: id, success: true, notUnsharedFrom: [] }),
         ]),
+    };
+  },
+  "content.deleteItems": async (ctx) => {
+    const owner = holder(ctx);
+    const id = await newItem(owner);
+    return {
+      path: { username: owner.username },
+      params: { items: id },
+      check: (r) => expect(r.results).toEqual([{ itemId: id, success: true }]),
+    };
+  },
+  "content.moveItems": async (ctx) => {
+    const owner = holder(ctx);
+    const id = await newItem(owner);
+    return {
+      path: { username: owner.username },
+      params: { items: id, folder: await newFolder(owner) },
+      check: (r) => expect(r.results).toEqual([{ itemId: id, success: true }]),
     };
   },
   "folders.create": async (ctx) => ({
