@@ -4,6 +4,7 @@ import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
 import type { PortalService } from "../portal/portal.service.js";
+import { type Page, pageInfo } from "../validation/paging.js";
 import type { ItemService } from "./item.service.js";
 
 /**
@@ -39,16 +40,30 @@ export class CommentService {
     return id;
   }
 
-  async list(caller: Caller | null, itemId: string) {
+  /**
+   * `content/items/<id>/comments`: a page of the item's comments, oldest first, with ArcGIS's
+   * paging fields. A page at a time: anyone who sees an item may comment on it, so an item's
+   * comments have no bound a listing of all of them could keep to.
+   */
+  async list(caller: Caller | null, itemId: string, page: Page) {
     await this.items.visible(caller, itemId);
-    const rows = await this.db.kysely
+    const q = this.db.kysely;
+    const { total } = await q
+      .selectFrom("comments")
+      .select((eb) => eb.fn.countAll<number | string>().as("total"))
+      .where("item_id", "=", itemId)
+      .executeTakeFirstOrThrow();
+    const rows = await q
       .selectFrom("comments")
       .selectAll()
       .where("item_id", "=", itemId)
       .orderBy("created")
       .orderBy("id")
+      .offset(page.start - 1)
+      .limit(page.num)
       .execute();
     return {
+      ...pageInfo(page, Number(total), rows.length),
       comments: rows.map((r) => ({
         id: r.id,
         owner: r.owner,

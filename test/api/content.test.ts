@@ -543,6 +543,32 @@ describe("sharing with the organization and everyone, and comments", () => {
     expect((await outbox(portal)).at(-1)).toMatchObject({ operation: "deleteComment" });
   });
 
+  it("lists an item's comments a page at a time, oldest first, with ArcGIS's paging fields", async () => {
+    const id = await add("Much discussed");
+    await share(id, { org: true });
+    const ids: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      ids.push(
+        (await portal.post(`/content/items/${id}/addComment`, { comment: `c${i}` }, bob.token)).commentId,
+      );
+    }
+    // Oldest first; comments added within one millisecond are ordered by id.
+    const all = await portal.get(`/content/items/${id}/comments`, { num: 100 }, alice.token);
+    expect(all).toMatchObject({ total: 12, start: 1, num: 100, nextStart: -1 });
+    const allIds = all.comments.map((c: { id: string }) => c.id);
+    expect([...allIds].sort()).toEqual([...ids].sort());
+    const created = all.comments.map((c: { created: number }) => c.created);
+    expect(created).toEqual([...created].sort((a, b) => a - b));
+    const first = await portal.get(`/content/items/${id}/comments`, {}, alice.token);
+    expect(first).toMatchObject({ total: 12, start: 1, num: 10, nextStart: 11 });
+    expect(first.comments.map((c: { id: string }) => c.id)).toEqual(allIds.slice(0, 10));
+    const last = await portal.get(`/content/items/${id}/comments`, { start: 11, num: 5 }, alice.token);
+    expect(last).toMatchObject({ total: 12, start: 11, num: 5, nextStart: -1 });
+    expect(last.comments.map((c: { id: string }) => c.id)).toEqual(allIds.slice(10));
+    const tooMany = await portal.get(`/content/items/${id}/comments`, { num: 101 }, alice.token);
+    expect(tooMany.error.message).toContain("'num'");
+  });
+
   it("refuses comments while commentsEnabled is false", async () => {
     const id = await add("Quiet");
     await portal.post("/portals/self/update", { commentsEnabled: false }, portal.adminToken);

@@ -203,8 +203,9 @@ export const contentItemsRoutes = [
     methods: ["GET", "POST"],
     path: "/content/items/:itemId/comments",
     auth: "optional",
-    params: {},
-    handler: async ({ path, caller, services }) => services.comments.list(caller, path.itemId),
+    params: { ...pagingParams },
+    handler: async ({ params, path, caller, services }) =>
+      services.comments.list(caller, path.itemId, pageOf(params)),
   }),
   defineRoute({
     name: "comments.update",
