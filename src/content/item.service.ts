@@ -171,6 +171,22 @@ export class ItemService {
     return this.itemJson(row, shared);
   }
 
+  /**
+   * `content/users/<u>/items/<id>` (ArcGIS's user item): the item and its sharing (`access` and
+   * the ids of the groups it is shared with), for its owner and for administrators who view every
+   * item. Another member who sees the item is refused; one who does not, or who names another
+   * owner in the path, hears that it does not exist.
+   */
+  async userItem(caller: Caller | null, username: string, id: string) {
+    if (caller === null) throw errors.tokenRequired();
+    const { row, shared } = await this.visible(caller, id);
+    if (row.owner.toLowerCase() !== username.toLowerCase()) throw errors.itemNotFound(id);
+    if (row.owner_id !== caller.userId && !caller.privileges.has("portal:admin:viewItems")) {
+      throw errors.forbidden(`Only the owner or an administrator may see the sharing of item '${id}'.`);
+    }
+    return { item: await this.itemJson(row, shared), sharing: { access: row.access, groups: shared } };
+  }
+
   async data(caller: Caller | null, id: string): Promise<ItemFileDownload | undefined> {
     await this.visible(caller, id);
     const file = await findFile(this.db.kysely, id, "data");

@@ -513,6 +513,36 @@ describe("sharing with the organization and everyone, and comments", () => {
     expect((await share(id, { groups: group.group.id })).notSharedWith).toEqual([]);
   });
 
+  it("answers content/users/<u>/items/<id> with the item and its sharing, to its owner and administrators", async () => {
+    const id = await add("Sharing shown");
+    const group = await portal.post(
+      "/community/createGroup",
+      { title: "Shown to", access: "org" },
+      alice.token,
+    );
+    await portal.post(`/community/groups/${group.group.id}/addUsers`, { users: bob.username }, alice.token);
+    await share(id, { groups: group.group.id });
+    const own = await portal.get(`/content/users/${alice.username}/items/${id}`, {}, alice.token);
+    expect(own.item).toMatchObject({ id, owner: alice.username, title: "Sharing shown", access: "shared" });
+    expect(own.sharing).toEqual({ access: "shared", groups: [group.group.id] });
+    const byAdmin = await portal.get(`/content/users/${alice.username}/items/${id}`, {}, portal.adminToken);
+    expect(byAdmin.sharing).toEqual(own.sharing);
+    // A member who sees the item is refused; its owner's name is the path's.
+    expect((await portal.get(`/content/users/${alice.username}/items/${id}`, {}, bob.token)).error.code).toBe(
+      403,
+    );
+    const wrongOwner = await portal.get(`/content/users/${bob.username}/items/${id}`, {}, portal.adminToken);
+    expect(wrongOwner.error.code).toBe(400);
+    // One who does not see it hears that it does not exist.
+    const hidden = await add("Private one");
+    expect(
+      (await portal.get(`/content/users/${alice.username}/items/${hidden}`, {}, bob.token)).error,
+    ).toMatchObject({
+      code: 400,
+      message: "Item does not exist or is inaccessible.",
+    });
+  });
+
   it("adds, lists, updates and deletes comments with their events", async () => {
     const id = await add("Commented");
     await share(id, { org: true });

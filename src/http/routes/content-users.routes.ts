@@ -162,7 +162,7 @@ function resourceUpload(
  * Operations ArcGIS answers below `content/users/<u>`: a path naming one is an operation, never a
  * folder of that name. Those portico implements are routes of their own for their method, which
  * the router prefers to the folder's; asked for with another method (or not implemented:
- * `publish`, `items`), they are "Invalid URL".
+ * `publish`; `items` alone, without an item's id), they are "Invalid URL".
  */
 const UNANSWERED_USER_OPERATIONS: ReadonlySet<string> = new Set(
   ["publish", "deleteItems", "moveItems", "items", "addRelationship", "deleteRelationship", "export"].map(
@@ -252,6 +252,15 @@ export const contentUsersRoutes = [
       );
       return ok({ id: path.itemId });
     },
+  }),
+  defineRoute({
+    name: "items.userItem",
+    methods: ["GET", "POST"],
+    path: ["/content/users/:username/items/:itemId", "/content/users/:username/:folderId/items/:itemId"],
+    auth: "required",
+    params: {},
+    handler: async ({ path, caller, services }) =>
+      services.items.userItem(caller, path.username, path.itemId),
   }),
   defineRoute({
     name: "items.delete",

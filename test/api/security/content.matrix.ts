@@ -67,6 +67,8 @@ const EXPECTED: Record<string, readonly Case[]> = {
   "items.add": [c("own", SIGNED_IN), c("other", NOBODY_ELSE)],
   "items.update": ITEM_OWNER_OR_ADMIN,
   "items.delete": ITEM_OWNER_OR_ADMIN,
+  // ArcGIS's user item: the owner, and administrators who view every item.
+  "items.userItem": ITEM_OWNER_OR_ADMIN,
   "items.protect": ITEM_OWNER_OR_ADMIN,
   // ArcGIS: the app's owner, and administrators (who view items).
   "items.registeredAppInfo": ITEM_OWNER_OR_ADMIN,
@@ -346,6 +348,7 @@ const SETUP: Record<string, Setup> = {
   }),
   "items.update": onFreshItem(async () => ({ snippet: `changed ${uid()}` })),
   "items.delete": onFreshItem(),
+  "items.userItem": onFreshItem(),
   "items.protect": onFreshItem(),
   "items.registeredAppInfo": async (ctx) => {
     const owner = holder(ctx);
