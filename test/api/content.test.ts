@@ -348,6 +348,28 @@ describe("items and folders", () => {
     );
   });
 
+  it("keeps a folder titled 'Items' reachable by its title for addItem and delete beside the user item", async () => {
+    // Folders are named in the path by id or title (case-insensitive), and the router prefers the
+    // static `items` of content/users/<u>/items/<id> to a folder parameter: only GET answers the
+    // user item, so these POSTs still reach the folder's operations.
+    const folder = (
+      await portal.post(`${base(alice.username)}/createFolder`, { title: "Items" }, alice.token)
+    ).folder.id as string;
+    const added = await portal.post(
+      `${base(alice.username)}/Items/addItem`,
+      { title: "Filed by title", type: "Web Map" },
+      alice.token,
+    );
+    expect(added).toMatchObject({ success: true, folder });
+    const refused = await portal.post(`${base(alice.username)}/items/delete`, {}, alice.token);
+    expect(refused.error.message).toContain("1 item");
+    const own = await portal.get(`${base(alice.username)}/items/${added.id}`, {}, alice.token);
+    expect(own.item).toMatchObject({ id: added.id, ownerFolder: folder });
+    await portal.post(`${base(alice.username)}/items/${added.id}/delete`, {}, alice.token);
+    const deleted = await portal.post(`${base(alice.username)}/Items/delete`, {}, alice.token);
+    expect(deleted.folder).toMatchObject({ id: folder, title: "Items" });
+  });
+
   it("refuses deleting a user who owns content", async () => {
     const owner = await portal.addUser("content_owner", "org_publisher");
     await portal.post(`${base(owner.username)}/addItem`, { title: "Mine", type: "Web Map" }, owner.token);

@@ -255,7 +255,10 @@ export const contentUsersRoutes = [
   }),
   defineRoute({
     name: "items.userItem",
-    methods: ["GET", "POST"],
+    // GET only, as ArcGIS documents it: the router prefers this path's static `items` to a folder
+    // parameter, so with POST a folder titled "items" (folders are named by title too) would lose
+    // its addItem, delete, export and createService to this route.
+    methods: ["GET"],
     path: ["/content/users/:username/items/:itemId", "/content/users/:username/:folderId/items/:itemId"],
     auth: "required",
     params: {},
