@@ -456,9 +456,13 @@ export class ItemService {
     return this.db.transaction(async (trx) => {
       const row = await this.mustOwnOrAdminister(trx, caller, username, id, "portal:admin:updateItems");
       const target = folder === "/" ? undefined : await this.mustFindFolder(trx, row.owner_id, folder);
-      await updateItem(trx, id, { folder_id: target?.id ?? null });
-      await recordEvent(trx, { source: "item", operation: "move", objectId: id, actor: actorOf(caller) });
-      return { owner: row.owner, folder: target?.id ?? null };
+      const folderId = target?.id ?? null;
+      // An item already in the folder has not moved: no event (moveItems may name it many times).
+      if (folderId !== row.folder_id) {
+        await updateItem(trx, id, { folder_id: folderId });
+        await recordEvent(trx, { source: "item", operation: "move", objectId: id, actor: actorOf(caller) });
+      }
+      return { owner: row.owner, folder: folderId };
     });
   }
 

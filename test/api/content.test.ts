@@ -370,6 +370,26 @@ describe("items and folders", () => {
     expect(deleted.folder).toMatchObject({ id: folder, title: "Items" });
   });
 
+  it("records no move event for an item already in the folder, however often moveItems names it", async () => {
+    const folder = (
+      await portal.post(`${base(alice.username)}/createFolder`, { title: "Stay put" }, alice.token)
+    ).folder.id as string;
+    const a = await addItem({ title: "Moved once", type: "Web Map" });
+    const before = (await outbox(portal)).length;
+    const r = await portal.post(
+      `${base(alice.username)}/moveItems`,
+      { items: `${a.id},${a.id},${a.id}`, folder },
+      alice.token,
+    );
+    expect(r.results.map((x: { success: boolean }) => x.success)).toEqual([true, true, true]);
+    const again = await portal.post(`${base(alice.username)}/items/${a.id}/move`, { folder }, alice.token);
+    expect(again).toMatchObject({ success: true, folder });
+    // One move happened, so one event: a webhook hears of changes, not of requests.
+    expect((await outbox(portal)).slice(before).map((e) => [e.operation, e.object_id])).toEqual([
+      ["move", a.id],
+    ]);
+  });
+
   it("refuses deleting a user who owns content", async () => {
     const owner = await portal.addUser("content_owner", "org_publisher");
     await portal.post(`${base(owner.username)}/addItem`, { title: "Mine", type: "Web Map" }, owner.token);
