@@ -157,6 +157,14 @@ export class ChangeFeed {
   }
 
   /**
+   * What a statement that writes its own change log row (see `Db.changeInOneStatement`) puts in
+   * its `node` column, as `record` does; undefined without a log (SQLite).
+   */
+  get logNode(): string | undefined {
+    return this.connection ? this.node : undefined;
+  }
+
+  /**
    * After a commit that recorded changes: wakes the other nodes. Not awaited by the request;
    * commits during a NOTIFY in flight are covered by one more after it.
    */

@@ -84,6 +84,21 @@ export interface Db {
     options?: TransactionOptions<T>,
   ): Promise<T>;
   /**
+   * PostgreSQL only (undefined on SQLite, whose writes share group commits through `transaction`):
+   * a change made whole by one statement, which PostgreSQL runs as a transaction of its own, sent
+   * in one round trip without BEGIN and COMMIT, and committed as durably as any. `build` makes it
+   * from this node's name in the change log: the statement must insert its change log row itself
+   * (a data-modifying WITH), naming what `changes` answers for its rows, so that the row commits
+   * with the change as `transaction`'s does; after the commit those changes are announced as
+   * `transaction` announces its own. Answers the statement's rows.
+   */
+  changeInOneStatement:
+    | (<R>(
+        build: (node: string) => CompiledQuery,
+        changes: (rows: readonly R[]) => readonly Change[],
+      ) => Promise<R[]>)
+    | undefined;
+  /**
    * Reads outside any transaction, in as few round trips as the engine allows; the rows of each
    * statement, in order. On PostgreSQL they go in one message (see `inOneMessage`), after
    * `settings` made with `set_config(name, value, true)`, which hold for these statements only.
@@ -182,6 +197,7 @@ async function openSqlite(dataDir: string): Promise<Db> {
     feed,
     connected: true,
     transaction: (work, options) => groupCommit.run(work, options),
+    changeInOneStatement: undefined,
     // Straight on the reader's connection, as Kysely's driver would run them, all at once: the
     // reader holds no transaction, and statements that run without a pause between them cannot
     // interleave with any other use of it (nor see a commit between them).
@@ -599,6 +615,16 @@ async function openPostgres(
       feed.publish(changes);
       if (changes.length > 0) feed.wake();
       return result;
+    },
+    async changeInOneStatement<R>(
+      build: (node: string) => CompiledQuery,
+      changesOf: (rows: readonly R[]) => readonly Change[],
+    ): Promise<R[]> {
+      const { rows } = await kysely.executeQuery<R>(build(feed.logNode as string));
+      const changes = changesOf(rows);
+      feed.publish(changes);
+      if (changes.length > 0) feed.wake();
+      return rows;
     },
     async readTogether(statements, settings) {
       return (await kysely.executeQuery<unknown[]>(inOneMessage(statements, settings))).rows;

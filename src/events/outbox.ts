@@ -65,7 +65,9 @@ export async function recordEvent(
  * one that commits before it is not the webhook's (the dispatcher may or may not still have found
  * it pending then, as before).
  */
-const NO_WEBHOOK_ACTIVE = sql<number>`(SELECT CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE is_active = 1) THEN 0 ELSE 1 END)`;
+export const NO_WEBHOOK_ACTIVE_TEXT =
+  "(SELECT CASE WHEN EXISTS (SELECT 1 FROM webhooks WHERE is_active = 1) THEN 0 ELSE 1 END)";
+const NO_WEBHOOK_ACTIVE = sql.raw<number>(NO_WEBHOOK_ACTIVE_TEXT);
 
 /** Several events, in this order, in one statement (one round trip, sent with the COMMIT). */
 export async function recordEvents(

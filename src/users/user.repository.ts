@@ -1,8 +1,10 @@
-import type { Selectable, Updateable } from "kysely";
-import { noteChange } from "../db/change-feed.js";
+import { CompiledQuery, type Selectable, type Updateable } from "kysely";
+import { type Change, noteChange } from "../db/change-feed.js";
 import type { Engine, Queryable } from "../db/database.js";
 import { fixedStatement } from "../db/fixed-statement.js";
+import { prepared } from "../db/pg-driver.js";
 import type { UserTable } from "../db/schema.js";
+import { type Actor, NO_WEBHOOK_ACTIVE_TEXT, triggerUri } from "../events/outbox.js";
 
 export type UserRow = Selectable<UserTable>;
 
@@ -158,6 +160,76 @@ export const updateRoleQuery = fixedStatement(
   (q, id: string, role: string, roleId: string | null, modified: number) =>
     q.updateTable("users").set({ role, role_id: roleId, modified }).where("id", "=", id),
 );
+
+/** What a change of a user's role makes stale: its holder's authentication, and the outbox got an event. */
+export function roleChangeChanges(userId: string): Change[] {
+  return [`auth:${userId}`, "events"];
+}
+
+/** The text around a value in `text`, made by `make` (for texts that SQL completes with a column). */
+function around(make: (value: string) => string): [string, string] {
+  const mark = "\u0000";
+  const [head = "", tail = ""] = make(mark).split(mark);
+  return [head, tail];
+}
+
+const ROLE_EVENT = { source: "user", operation: "updateUserRole" } as const;
+const [uriHead, uriTail] = around((username) => triggerUri({ ...ROLE_EVENT, objectId: username }));
+const [changesHead, changesTail] = around((id) => roleChangeChanges(id).join(","));
+
+/**
+ * PostgreSQL: `updateUserRole` to a built-in role as one statement that is a transaction by itself
+ * (`Db.changeInOneStatement`), for the accounts nothing needs deciding about beyond its WHERE:
+ * neither an enabled default administrator (changing one must leave another, which the
+ * transaction of `UserService.updateRole` checks) nor one already of that role (no change, no
+ * event). The UPDATE locks the row and PostgreSQL checks the WHERE again on the row as it is once
+ * locked (READ COMMITTED), so that what it decided holds when the change commits, as `lockAccount`'s
+ * lock makes it hold. In the same statement, only for a row it changed: the event, as
+ * `recordEvent` writes it (`dispatched` decided the same way), and the change log's row of
+ * `roleChangeChanges` (`ChangeFeed.record`'s). Its rows: the changed user's id, none when the
+ * WHERE excluded the account or there is none.
+ */
+export function changeToBuiltInRoleQuery(
+  node: string,
+  usernameKey: string,
+  role: string,
+  modified: number,
+  eventId: string,
+  actor: Actor | null,
+  properties: string,
+): CompiledQuery {
+  return prepared(
+    CompiledQuery.raw(
+      `WITH changed AS (
+  UPDATE users SET role = $1, role_id = NULL, modified = $2
+  WHERE username_key = $3 AND (role_id IS NOT NULL OR (role <> $1 AND (role <> 'org_admin' OR disabled <> 0)))
+  RETURNING id, username
+), event AS (
+  INSERT INTO events (id, occurred, source, operation, object_id, actor_id, actor_username, properties, uri, dispatched)
+  SELECT $4, $2, $5, $6, username, $7, $8, $9, $10 || username || $11, ${NO_WEBHOOK_ACTIVE_TEXT} FROM changed
+), logged AS (
+  INSERT INTO change_log (node, changes) SELECT $12, $13 || id || $14 FROM changed
+)
+SELECT id FROM changed`,
+      [
+        role,
+        modified,
+        usernameKey,
+        eventId,
+        ROLE_EVENT.source,
+        ROLE_EVENT.operation,
+        actor?.id ?? "",
+        actor?.username ?? "",
+        properties,
+        uriHead,
+        uriTail,
+        node,
+        changesHead,
+        changesTail,
+      ],
+    ),
+  );
+}
 
 /** An enabled user with the default administrator role: the kind the organization must keep one of. */
 export function isEnabledFullAdministrator(row: Pick<UserRow, "role" | "role_id" | "disabled">): boolean {

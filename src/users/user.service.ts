@@ -4,6 +4,7 @@ import {
   type Caller,
   hasPrivilege,
   isCaller,
+  isDefaultAdministrator,
   requireMayGrant,
   requireMayManageAccountOf,
   requirePrivilege,
@@ -26,6 +27,7 @@ import type { PortalService } from "../portal/portal.service.js";
 import { findRole } from "../roles/role.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
 import {
+  changeToBuiltInRoleQuery,
   countFullAdministrators,
   deleteUser,
   findAccount,
@@ -37,6 +39,7 @@ import {
   lockAccount,
   type NewUserRow,
   ownsContent,
+  roleChangeChanges,
   type USER_SORT_FIELDS,
   type UserRow,
   updateRoleQuery,
@@ -376,6 +379,30 @@ export class UserService {
   /** `updateUserRole` (`interface.md` §4.8): a built-in role name or a custom role id. */
   async updateRole(caller: Caller | null, username: string, role: string): Promise<void> {
     requirePrivilege(caller, "portal:admin:changeUserRoles");
+    // A default administrator may manage every account and grant every role, so for a built-in
+    // role nothing about the account is left to decide but what the statement's WHERE checks:
+    // on PostgreSQL the change is one statement, one round trip (most role changes are these).
+    // An account it leaves alone (none, an enabled default administrator, one of that role already)
+    // goes through the transaction below, which decides and answers as for any caller.
+    const inOne = this.db.changeInOneStatement;
+    if (inOne && isDefaultAdministrator(caller) && isBuiltInRole(role)) {
+      const now = Date.now();
+      const properties = JSON.stringify({ userRoleUpdatedTo: [role] });
+      const changed = await inOne<{ id: string }>(
+        (node) =>
+          changeToBuiltInRoleQuery(
+            node,
+            username.toLowerCase(),
+            role,
+            now,
+            newId(),
+            actorOf(caller),
+            properties,
+          ),
+        (rows) => rows.flatMap((row) => roleChangeChanges(row.id)),
+      );
+      if (changed.length > 0) return;
+    }
     await this.db.transaction(
       async (trx) => {
         const row = await lockAccount(trx, this.db.engine, username);

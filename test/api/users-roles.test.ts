@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ALL_PRIVILEGES, BUILT_IN_PRIVILEGES } from "../../src/auth/privileges.js";
-import { ADMIN, outbox, startTestPortal, type TestPortal } from "../helpers/portico.js";
+import { ADMIN, engine, outbox, startTestPortal, type TestPortal } from "../helpers/portico.js";
 
 const createUserPath = (portal: TestPortal) =>
   `${portal.portico.address}/portaladmin/security/users/createUser`;
@@ -220,6 +221,80 @@ describe("updateUserRole and custom roles", () => {
     expect(event).toMatchObject({ source: "user", operation: "updateUserRole", object_id: u.username });
     expect(JSON.parse(event.properties)).toEqual({ userRoleUpdatedTo: ["org_publisher"] });
   });
+
+  it("records nothing when the user already holds the role", async () => {
+    const u = await portal.addUser("role_unchanged");
+    const before = (await outbox(portal)).length;
+    const r = await portal.post(
+      "/portals/self/updateUserRole",
+      { user: u.username, role: "org_user" },
+      portal.adminToken,
+    );
+    expect(r).toEqual({ success: true });
+    expect((await outbox(portal)).length).toBe(before);
+  });
+
+  it("moves a custom role's holder, named in another case, to a built-in role with its event", async () => {
+    const role = await portal.post("/portals/self/createRole", { name: "Leaving Role" }, portal.adminToken);
+    const u = await portal.addUser("leaving_holder", role.id);
+    expect((await portal.get("/community/self", {}, u.token)).roleId).toBe(role.id);
+    const r = await portal.post(
+      "/portals/self/updateUserRole",
+      { user: u.username.toUpperCase(), role: "org_publisher" },
+      portal.adminToken,
+    );
+    expect(r).toEqual({ success: true });
+    const self = await portal.get("/community/self", {}, u.token);
+    expect(self.role).toBe("org_publisher");
+    expect(self.roleId).toBeUndefined();
+    expect([...self.privileges].sort()).toEqual([...BUILT_IN_PRIVILEGES.org_publisher].sort());
+    const event = (await outbox(portal)).at(-1)!;
+    expect(event).toMatchObject({
+      source: "user",
+      operation: "updateUserRole",
+      object_id: u.username,
+      uri: `/users/${u.username}/updateUserRole`,
+      actor_username: ADMIN.username,
+    });
+    expect(JSON.parse(event.properties)).toEqual({ userRoleUpdatedTo: ["org_publisher"] });
+  });
+
+  it.runIf(engine === "postgres")(
+    "on PostgreSQL commits a default administrator's change to a built-in role as one statement, its event and change log row in its transaction",
+    async () => {
+      const u = await portal.addUser("one_statement");
+      const db = portal.portico.db;
+      // Background work (the webhook dispatcher, the change feed) runs transactions of its own.
+      const inOne = vi.spyOn(
+        db as unknown as { changeInOneStatement: (...args: unknown[]) => Promise<unknown[]> },
+        "changeInOneStatement",
+      );
+      try {
+        const r = await portal.post(
+          "/portals/self/updateUserRole",
+          { user: u.username, role: "org_publisher" },
+          portal.adminToken,
+        );
+        expect(r).toEqual({ success: true });
+        expect(inOne).toHaveBeenCalledTimes(1);
+        expect(await inOne.mock.results[0]?.value).toHaveLength(1);
+      } finally {
+        inOne.mockRestore();
+      }
+      // The user's row, its event and the change log's row of it, of one transaction. xmin is the
+      // 32-bit transaction id; the change log keeps the 64-bit one (xid8).
+      const { rows } = await sql<{ user_xid: string; event_xid: string }>`
+        SELECT u.xmin::text AS user_xid, e.xmin::text AS event_xid
+        FROM users u
+        JOIN events e ON e.object_id = u.username AND e.operation = 'updateUserRole'
+        JOIN change_log l ON l.changes = ${"auth:"} || u.id || ${",events"}
+          AND (l.xid::text::bigint % 4294967296)::text = u.xmin::text
+        WHERE u.username_key = ${u.username.toLowerCase()}`.execute(db.kysely);
+      expect(rows).toHaveLength(1);
+      const row = rows[0]!;
+      expect(row.event_xid).toBe(row.user_xid);
+    },
+  );
 
   it("refuses an unknown role or user naming the parameter, and records nothing", async () => {
     const before = (await outbox(portal)).length;
