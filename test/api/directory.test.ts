@@ -215,7 +215,13 @@ describe("the API directory (f=html)", () => {
       );
       expect(links).toContain(`/sharing/rest/community/users/${member.username}?f=html`);
       expect(links).toContain(`/sharing/rest/content/items/${itemId}/data?f=html`);
-      expect(links).toContain(`/sharing/rest/content/users/${member.username}/items/${itemId}/update?f=html`);
+      // The owner's address of the item (ArcGIS's user item), whose page has the operations on it.
+      const userItem = `/sharing/rest/content/users/${member.username}/items/${itemId}`;
+      expect(links).toContain(`${userItem}?f=html`);
+      const owned = await linksOf(`${userItem}?f=html`);
+      expect(owned.html).not.toContain("<script>alert");
+      expect(owned.links).toContain(`${userItem}/update?f=html`);
+      expect(owned.links).toContain(`${userItem}/share?f=html`);
       // A search lists it, linked by its id, escaped there too.
       const search = await linksOf(`/sharing/rest/search?f=html&q=${encodeURIComponent(`id:${itemId}`)}`);
       expect(search.links).toContain(`/sharing/rest/content/items/${itemId}?f=html`);
