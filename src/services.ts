@@ -137,7 +137,7 @@ export function createServices(db: Db, options: ServiceOptions): Services {
     relationships: new RelationshipService(db, items),
     resources: new ResourceService(db, items),
     uploads: new UploadService(db, items),
-    search: new SearchService(db, portal, items, groups, options.searchTimeoutMs),
+    search: new SearchService(db, portal, groups, options.searchTimeoutMs),
     groups,
     notifications: new NotificationService(db),
     groupNotifications: new GroupNotificationService(db, groups),

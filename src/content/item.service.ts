@@ -14,6 +14,7 @@ import type { Database } from "../db/schema.js";
 import { errors } from "../errors.js";
 import { recordEvent } from "../events/outbox.js";
 import { newId } from "../ids.js";
+import { jsonValue, storedJsonList } from "../json-answer.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { findAccount, findUser } from "../users/user.repository.js";
 import { type Page, pageInfo } from "../validation/paging.js";
@@ -743,7 +744,11 @@ function folderJson(row: FolderRow, username: string) {
 }
 
 /** The ArcGIS item resource of `row` in the organization `orgId`. */
-function itemResource(row: ItemRow, sharedGroups: readonly string[], orgId: string): Record<string, unknown> {
+export function itemResource(
+  row: ItemRow,
+  sharedGroups: readonly string[],
+  orgId: string,
+): Record<string, unknown> {
   return {
     id: row.id,
     owner: row.owner,
@@ -776,4 +781,28 @@ function itemResource(row: ItemRow, sharedGroups: readonly string[], orgId: stri
     numViews: 0,
     groupIds: sharedGroups,
   };
+}
+
+/**
+ * `JSON.stringify(itemResource(row, sharedGroups, orgId))`, written directly: the stored lists are
+ * copied in when already in the form `JSON.stringify` would give them (`storedJsonList`) instead
+ * of parsed and written out again. Keep the keys in `itemResource`'s order; its unit test compares
+ * the two on awkward rows.
+ */
+export function itemResourceJson(row: ItemRow, sharedGroups: readonly string[], orgId: string): string {
+  const extent = extentJson(row);
+  return (
+    `{"id":${jsonValue(row.id)},"owner":${jsonValue(row.owner)},"orgId":${jsonValue(orgId)}` +
+    `,"created":${jsonValue(row.created)},"modified":${jsonValue(row.modified)},"guid":null,"name":null` +
+    `,"title":${jsonValue(row.title)},"type":${jsonValue(row.type)}` +
+    `,"typeKeywords":${storedJsonList(row.type_keywords)},"description":${jsonValue(row.description)}` +
+    `,"tags":${storedJsonList(row.tags)},"snippet":${jsonValue(row.snippet)}` +
+    `,"thumbnail":${jsonValue(row.thumbnail)},"extent":${extent.length === 0 ? "[]" : JSON.stringify(extent)}` +
+    `,"categories":${storedJsonList(row.categories)},"spatialReference":null,"accessInformation":null` +
+    `,"licenseInfo":null,"culture":null` +
+    `,"properties":${row.properties ? JSON.stringify(JSON.parse(row.properties)) : "null"}` +
+    `,"url":${jsonValue(row.url)},"proxyFilter":null,"access":${jsonValue(row.access)}` +
+    `,"size":${jsonValue(row.size)},"protected":${row.protected === 1},"ownerFolder":${jsonValue(row.folder_id)}` +
+    `,"numComments":0,"numViews":0,"groupIds":${sharedGroups.length === 0 ? "[]" : JSON.stringify(sharedGroups)}}`
+  );
 }

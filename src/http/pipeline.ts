@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import type { Privilege } from "../auth/privileges.js";
 import { errors, PorticoError } from "../errors.js";
+import { JsonAnswer } from "../json-answer.js";
 import type { Organization } from "../portal/portal.service.js";
 import type { Services } from "../services.js";
 import {
@@ -528,6 +529,8 @@ export function registerRoutes(
         // Before the answer goes out: a client that reads it may look for the file at once.
         if (uploads) await removeUploads(Object.values(files));
       }
+      // Only the compact form is written ahead (`JsonAnswer`); the directory's page shows the value.
+      if (result instanceof JsonAnswer && format !== "json") result = result.value();
       if (format === "html" && entry && !(result instanceof RawBody || result instanceof WebAnswer)) {
         result = await directory.answerPage(request, entry, result, raw);
       }

@@ -2,6 +2,7 @@ import type { Readable } from "node:stream";
 import type { FastifyReply } from "fastify";
 import { EncodedBody } from "../encoded-body.js";
 import { errors, type PorticoError } from "../errors.js";
+import { JsonAnswer } from "../json-answer.js";
 import { PAGE_CSP } from "./directory/html.js";
 import { plainPage } from "./directory/pages.js";
 
@@ -162,6 +163,11 @@ export function render(reply: FastifyReply, format: Format, body: unknown, title
     // An answer rendered without its route (an error the router or the body parser raised): its
     // fields, readably. The pipeline renders the answers of routes with their links (`directory/`).
     return reply.type("text/html; charset=utf-8").send(plainPage(title, body));
+  }
+  if (body instanceof JsonAnswer) {
+    // The pipeline hands other formats the answer's value; geojson and pbf are not asked of these.
+    if (format === "json") return reply.type("application/json; charset=utf-8").send(body.json);
+    return render(reply, format, body.value(), title);
   }
   const text = format === "pjson" ? JSON.stringify(body, null, 2) : compactJson(body);
   // GeoJSON's own media type (RFC 7946); GDAL and browsers read it as JSON.

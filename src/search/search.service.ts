@@ -1,11 +1,12 @@
 import { sql } from "kysely";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import { type Box, categoryKey } from "../content/extent.js";
-import type { ItemService } from "../content/item.service.js";
+import { itemResource, itemResourceJson } from "../content/item.service.js";
 import { FeedCache } from "../db/cache.js";
 import { type Db, isStatementTimeout, type Queryable } from "../db/database.js";
 import { errors } from "../errors.js";
 import { type GroupService, groupJson } from "../groups/group.service.js";
+import { JsonAnswer } from "../json-answer.js";
 import type { PortalService } from "../portal/portal.service.js";
 import { userJson } from "../users/user.service.js";
 import { type Page, pageInfo } from "../validation/paging.js";
@@ -104,7 +105,6 @@ export class SearchService {
   constructor(
     private readonly db: Db,
     private readonly portal: PortalService,
-    private readonly items: ItemService,
     /** Whose visibility rules a group's content search applies first. */
     private readonly groups: GroupService,
     /** See `Config.searchTimeoutMs`. */
@@ -166,13 +166,19 @@ export class SearchService {
       return { total, rows, counts };
     });
     if (cachedTotal === undefined) this.totals.keep(totalKey, total, since);
-    const results = await this.items.itemsJsonWithShares(rows, (row) => row.shared_group_ids);
-    return {
-      query: request.q ?? "",
-      ...pageInfo(request.page, total, rows.length),
-      results,
-      ...(countFields.length > 0 ? { aggregations: { counts } } : {}),
-    };
+    const head = { query: request.q ?? "", ...pageInfo(request.page, total, rows.length) };
+    const aggregations = countFields.length > 0 ? { counts } : undefined;
+    // The page's compact JSON written directly (`itemResourceJson`), in the keys' order of the
+    // object below; JSON.stringify of the parsed objects was a tenth of a search's CPU.
+    const results = rows.map((row) => itemResourceJson(row, row.shared_group_ids, org.id)).join(",");
+    const json = `${JSON.stringify(head).slice(0, -1)},"results":[${results}]${
+      aggregations ? `,"aggregations":${JSON.stringify(aggregations)}` : ""
+    }}`;
+    return new JsonAnswer(json, () => ({
+      ...head,
+      results: rows.map((row) => itemResource(row, row.shared_group_ids, org.id)),
+      ...(aggregations ? { aggregations } : {}),
+    }));
   }
 
   async searchGroups(caller: Caller | null, request: SearchRequest) {
