@@ -302,6 +302,35 @@ describe("post", () => {
     }
   });
 
+  it("reads an answer up to its cap, with its status and headers, and a short one whole", async () => {
+    const g = new OutboundGuard(["127.0.0.1/32"]);
+    guards.push(g);
+    const server = http.createServer((req, res) => {
+      const long = req.url === "/long";
+      res.writeHead(long ? 503 : 200, { "retry-after": "7", "x-twice": ["a", "b"] });
+      // The long answer is written in many chunks, more than the cap and the socket's buffers.
+      if (long) for (let i = 0; i < 64; i++) res.write("é".repeat(4096));
+      res.end(long ? "" : "short");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const options = { headers: {}, body: "{}", connectTimeoutMs: 2000, totalTimeoutMs: 4000 };
+      const long = await g.post(`${origin}/long`, { ...options, maxResponseBytes: 16 });
+      expect(long.status).toBe(503);
+      expect(long.headers["retry-after"]).toBe("7");
+      expect(long.headers["x-twice"]).toEqual(["a", "b"]);
+      expect(long.excerpt).toBe("é".repeat(8));
+      // The same URL again (its check remembered), and a short answer read to its end.
+      const short = await g.post(`${origin}/short`, { ...options, maxResponseBytes: 16 });
+      expect(short).toMatchObject({ status: 200, excerpt: "short" });
+      expect((await g.post(`${origin}/long`, { ...options, maxResponseBytes: 3 })).excerpt).toBe("é\uFFFD");
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("refuses a hex or IPv4-compatible literal at connection time too", async () => {
     const g = new OutboundGuard([]);
     guards.push(g);
