@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { Db } from "../db/database.js";
 import type { DeliveryOutcome } from "../observability/metrics.js";
 import type { OutboundGuard } from "../outbound/guard.js";
@@ -178,6 +179,9 @@ export class WebhookDelivery {
   constructor(private readonly options: WebhookDeliveryOptions) {
     this.maxInFlight = options.maxInFlight ?? 64;
     this.perWebhook = options.perWebhook ?? 16;
+    // Every attempt in flight listens to the shutdown's signal (the guard removes its listener
+    // when the attempt ends): past Node's default of 10, it warned of a leak that is none.
+    setMaxListeners(this.maxInFlight + 1, this.abort.signal);
   }
 
   async start(): Promise<void> {
