@@ -302,6 +302,44 @@ describe("post", () => {
     }
   });
 
+  it("ends an exchange whose answer has begun with the caller's reason, whatever that reason is", async () => {
+    const g = new OutboundGuard(["127.0.0.1/32"]);
+    guards.push(g);
+    let started!: () => void;
+    const answering = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    // Headers and part of a body, then nothing: the exchange is under way when the caller aborts.
+    const server = http.createServer((_req, res) => {
+      res.writeHead(200);
+      res.write("partial", () => started());
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const caller = new AbortController();
+      const exchange = g
+        .post(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+          headers: {},
+          body: "{}",
+          connectTimeoutMs: 2000,
+          totalTimeoutMs: 10_000,
+          maxResponseBytes: 64,
+          signal: caller.signal,
+        })
+        .then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+      await answering;
+      caller.abort("shutting down");
+      expect(await exchange).toBe("shutting down");
+      expect(getEventListeners(caller.signal, "abort")).toHaveLength(0);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+
   it("reads an answer up to its cap, with its status and headers, and a short one whole", async () => {
     const g = new OutboundGuard(["127.0.0.1/32"]);
     guards.push(g);

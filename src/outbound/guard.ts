@@ -330,9 +330,11 @@ class CappedAnswer implements Dispatcher.DispatchHandler {
     this.reason = reason;
     const err =
       reason instanceof Error ? reason : new DOMException("This operation was aborted", "AbortError");
-    if (this.controller) this.controller.abort(err);
-    // Not started yet: undici calls `onRequestStart` later, which aborts then; the caller hears now.
+    // Settled first: undici answers the abort with `onResponseError(err)` at once, which would
+    // otherwise settle with `err` rather than the reason (a reason that is no Error).
     this.fail(reason);
+    // Not started yet: undici calls `onRequestStart` later, which aborts then; the caller hears now.
+    if (this.controller) this.controller.abort(err);
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
