@@ -124,17 +124,40 @@ function counterFor(request: FastifyRequest): ParameterCounter | undefined {
   return undefined;
 }
 
+/** Whether a request announces no body (a GET, an empty POST). */
+export function announcesNoBody(request: FastifyRequest): boolean {
+  const header = request.headers["content-length"];
+  return header === undefined ? request.headers["transfer-encoding"] === undefined : Number(header) === 0;
+}
+
+/** The body, through a `ParameterCounter` when its type and length call for one. */
+function countedBody<T extends NodeJS.ReadableStream>(
+  request: FastifyRequest,
+  payload: T,
+): T | ParameterCounter {
+  const counter = counterFor(request);
+  if (!counter) return payload;
+  payload.on("error", (err) => counter.destroy(err));
+  return payload.pipe(counter);
+}
+
 /**
  * Body parsers for forms and JSON (each within the route's `bodyLimit`, which Fastify enforces
  * while reading) and a multipart parser that reads nothing: the pipeline streams multipart bodies
  * itself, after it has checked what it can of the caller.
  */
 export function registerBodyParsers(app: FastifyInstance): void {
-  app.addHook("preParsing", async (request, _reply, payload) => {
-    const counter = counterFor(request);
-    if (!counter) return payload;
-    payload.on("error", (err) => counter.destroy(err));
-    return payload.pipe(counter);
+  // A request that announces no body (most: GETs) has nothing to count and passes at once. A
+  // body's streams are set up in a microtask, as when the hooks before this one were async: Node's
+  // request event runs outside one, and a stream piped there starts flowing on the next tick,
+  // before the hooks after this one and Fastify's body reader (promise callbacks) listen to it; a
+  // counter that refused the body then had nobody to hear its error, and the process crashed.
+  app.addHook("preParsing", (request, _reply, payload, done) => {
+    if (announcesNoBody(request)) {
+      done(null, payload);
+      return;
+    }
+    queueMicrotask(() => done(null, countedBody(request, payload)));
   });
 
   app.addContentTypeParser(

@@ -15,7 +15,7 @@ import {
   parseParams,
   withDeclaredNames,
 } from "../validation/params.js";
-import { checkQuery, MAX_PARAMETERS } from "./body.js";
+import { announcesNoBody, checkQuery, MAX_PARAMETERS } from "./body.js";
 import { Directory } from "./directory/directory.js";
 import {
   type FileLimit,
@@ -224,6 +224,8 @@ declare module "fastify" {
     org: Organization;
     /** The error envelope's code when the answer is an error (for metrics). */
     errorCode: number | undefined;
+    /** What the pipeline's caller check found (`checkCaller`); null until it runs. */
+    callerState: CallerState | null;
   }
 }
 
@@ -241,14 +243,13 @@ export interface PipelineOptions {
 }
 
 /** What `checkCaller` found for a request, and for which credential (null: not checked yet). */
-interface CallerState {
+export interface CallerState {
   caller: Caller | null;
   /** The credential checked: the bearer token, or the directory session (`directory ` and it). */
   credential: string | undefined | null;
   /** The bearer token, when the credential is one (a directory session is not). */
   token: string | undefined;
 }
-const callerStates = new WeakMap<FastifyRequest, CallerState>();
 /** What a multipart request whose caller was unknown when its body began may draw on. */
 interface Unknown {
   /** Bytes held in memory (fields). */
@@ -265,22 +266,30 @@ const multipartUnknown = new WeakMap<FastifyRequest, Unknown>();
  */
 export function mergedParams(request: FastifyRequest): Record<string, string> {
   const out: Record<string, string> = {};
-  const add = (source: unknown) => {
-    if (!source || typeof source !== "object") return;
-    for (const [key, value] of Object.entries(source as Record<string, unknown>)) {
-      const v = Array.isArray(value) ? value.at(-1) : value;
-      if (v === undefined || v === null) continue;
-      // A JSON body (a convenience for scripts) carries objects; ArcGIS form semantics want text.
-      // Nesting thousands deep would overflow the stack in JSON.stringify; no parameter needs it.
-      if (typeof v === "object" && nestsDeeper(v, MAX_JSON_DEPTH)) {
-        throw errors.invalidParameter(key, `must not nest deeper than ${MAX_JSON_DEPTH} levels`);
-      }
-      out[key] = typeof v === "string" ? v : typeof v === "object" ? JSON.stringify(v) : String(v);
-    }
-  };
-  add(request.query);
-  if (!parsedBody(request)) add(request.body);
+  addParams(out, request.query);
+  if (!parsedBody(request)) addParams(out, request.body);
   return out;
+}
+
+/** Adds the parameters of a parsed query string or body to `out`, as text. */
+function addParams(out: Record<string, string>, source: unknown): void {
+  if (!source || typeof source !== "object") return;
+  const values = source as Record<string, unknown>;
+  for (const key of Object.keys(values)) {
+    const value = values[key];
+    const v = Array.isArray(value) ? value.at(-1) : value;
+    if (v === undefined || v === null) continue;
+    if (typeof v === "string") {
+      out[key] = v;
+      continue;
+    }
+    // A JSON body (a convenience for scripts) carries objects; ArcGIS form semantics want text.
+    // Nesting thousands deep would overflow the stack in JSON.stringify; no parameter needs it.
+    if (typeof v === "object" && nestsDeeper(v, MAX_JSON_DEPTH)) {
+      throw errors.invalidParameter(key, `must not nest deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+    out[key] = typeof v === "object" ? JSON.stringify(v) : String(v);
+  }
 }
 
 /** The JSON body of a route that takes its members as parsed (`RouteDef.parsedJsonBody`). */
@@ -328,6 +337,20 @@ export function registerRoutes(
   options: PipelineOptions,
 ): void {
   const directory = new Directory(routes, options.contextPath, options.services);
+  // A property of every request rather than a WeakMap keyed by requests: the garbage collector
+  // treats a WeakMap's entries as ephemerons, extra work at each collection of young objects.
+  app.decorateRequest("callerState", null);
+  // The public base of the API root, made again only when the public URL changes (known only
+  // once the server listens): one string for every request, not a new one each.
+  const base = { publicUrl: "", apiBase: "" };
+  const apiBase = () => {
+    const publicUrl = options.publicUrl();
+    if (publicUrl !== base.publicUrl) {
+      base.publicUrl = publicUrl;
+      base.apiBase = `${publicUrl}${options.contextPath}/sharing/rest`;
+    }
+    return base.apiBase;
+  };
   for (const route of routes) {
     const root = apiRoot(route.root, options.contextPath);
     const paths = typeof route.path === "string" ? [route.path] : route.path;
@@ -340,10 +363,10 @@ export function registerRoutes(
       request: FastifyRequest,
       raw: Record<string, string>,
     ): Promise<CallerState> => {
-      let state = callerStates.get(request);
-      if (!state) {
+      let state = request.callerState;
+      if (state === null) {
         state = { caller: null, credential: null, token: undefined };
-        callerStates.set(request, state);
+        request.callerState = state;
       }
       const token = route.auth === "none" ? undefined : tokenOf(request, raw);
       // Without a token, the html directory's sign-in cookie, where the directory accepts it.
@@ -357,10 +380,9 @@ export function registerRoutes(
         if (state.caller === null && route.auth === "required") throw errors.tokenRequired();
       } else if (token !== undefined) {
         // A token made for a referer or an address is accepted only from it (`generateToken`'s `client`).
-        state.caller = await options.services.auth.authenticate(token, {
-          referer: request.headers.referer,
-          ip: request.ip,
-        });
+        const presenter = { referer: request.headers.referer, ip: request.ip };
+        const { auth } = options.services;
+        state.caller = auth.cachedCaller(token, presenter) ?? (await auth.authenticate(token, presenter));
         // An app's token (`client_credentials`) is valid but acts for no user: what needs one
         // is refused as forbidden, not with a request to sign in.
         if (state.caller === null && (route.auth === "required" || route.privilege)) {
@@ -391,10 +413,6 @@ export function registerRoutes(
       }
       const header = request.headers["content-length"];
       const length = header === undefined ? undefined : Number(header);
-      // No body (GET, an empty POST): nothing to bound.
-      if (length === 0 || (length === undefined && request.headers["transfer-encoding"] === undefined)) {
-        return payload;
-      }
       // Over the route's limit: refused as too large when the body is read.
       const multipart = uploads !== undefined && isMultipart(request);
       const limit = uploads && multipart ? multipartLimit(uploads) : bodyLimit;
@@ -463,7 +481,7 @@ export function registerRoutes(
         const unknown = multipartUnknown.get(request);
         // Files count against the upload budget until their caller is known (a token field
         // before the file authenticates it first).
-        const known = () => Boolean(callerStates.get(request)?.caller);
+        const known = () => Boolean(request.callerState?.caller);
         const body = await readMultipart(request.raw, request.headers, {
           ...uploads,
           dir: options.uploadDir,
@@ -513,7 +531,7 @@ export function registerRoutes(
           requestIp: request.ip,
           referer: request.headers.referer,
           secure: request.protocol === "https",
-          apiBase: `${options.publicUrl()}${options.contextPath}/sharing/rest`,
+          apiBase: apiBase(),
           format,
         });
       } catch (err) {
@@ -561,13 +579,18 @@ export function registerRoutes(
         bodyLimit,
         // Multipart bodies are refused before a byte is read where no file is taken, and where
         // one is, when their announced length is over what the route's limits add up to.
-        preParsing: async (request, reply, payload) => {
+        preParsing: (request, reply, payload, done) => {
           if (isMultipart(request)) {
-            if (!uploads) throw errors.filesNotAccepted();
+            if (!uploads) return done(errors.filesNotAccepted());
             const limit = multipartLimit(uploads);
-            if (Number(request.headers["content-length"]) > limit) throw errors.bodyTooLarge(limit);
+            if (Number(request.headers["content-length"]) > limit) return done(errors.bodyTooLarge(limit));
           }
-          return boundBeforeCaller(request, reply, payload);
+          // No body (a GET, an empty POST): nothing to bound; the handler checks the caller.
+          if (announcesNoBody(request)) return done(null, payload);
+          boundBeforeCaller(request, reply, payload).then(
+            (bounded) => done(null, bounded as typeof payload),
+            (err: Error) => done(err),
+          );
         },
         ...(route.answerHeaders
           ? {

@@ -40,12 +40,12 @@ export function formatForError(f: string | undefined): Format {
 const serialized = new WeakMap<object, string>();
 
 function compactJson(body: unknown): string {
-  if (typeof body !== "object" || body === null || !Object.isFrozen(body)) return JSON.stringify(body);
+  if (typeof body !== "object" || body === null) return JSON.stringify(body);
+  // Looked up before asking whether the body is frozen: asking costs more than the lookup.
   let text = serialized.get(body);
-  if (text === undefined) {
-    text = JSON.stringify(body);
-    serialized.set(body, text);
-  }
+  if (text !== undefined) return text;
+  text = JSON.stringify(body);
+  if (Object.isFrozen(body)) serialized.set(body, text);
   return text;
 }
 
@@ -84,9 +84,11 @@ export const HARDENING_HEADERS: Readonly<Record<string, string>> = {
   "referrer-policy": "no-referrer",
 };
 
+const HARDENING_PAIRS = Object.entries(HARDENING_HEADERS);
+
 /** Sets the hardening headers an answer does not already carry. */
 export function hardenAnswer(reply: FastifyReply): void {
-  for (const [name, value] of Object.entries(HARDENING_HEADERS)) {
+  for (const [name, value] of HARDENING_PAIRS) {
     if (!reply.hasHeader(name)) reply.header(name, value);
   }
 }

@@ -93,6 +93,14 @@ export class PortalService {
   }
 
   /** The organization; shared between requests, so frozen. */
+  /**
+   * The organization when it is cached (almost always): read without a promise by the hook every
+   * request runs first. `undefined`: ask `get`.
+   */
+  cached(): Organization | undefined {
+    return this.cache.peek("org");
+  }
+
   async get(): Promise<Organization> {
     const org = await this.cache.get("org", async () => {
       const row = await findOrganization(this.db.kysely);

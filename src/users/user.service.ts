@@ -197,6 +197,9 @@ export class UserService {
 
   /** The signed-in user's own resource (`community/self`). */
   async self(caller: Caller): Promise<Record<string, unknown>> {
+    // Every signed-in `portals/self` asks: a cached answer is returned without awaiting the cache.
+    const cached = this.selves.peek(caller.userId);
+    if (cached !== undefined) return cached;
     const self = await this.selves.get(caller.userId, async () => {
       const row = await findUser(this.db.kysely, caller.username);
       if (!row) return undefined;
