@@ -134,6 +134,14 @@ describe("the access line", () => {
     expect(lines[0]?.responseTime).toBeNull();
   });
 
+  it("writes the time taken in milliseconds to the microsecond", () => {
+    const { lines, logger } = capture();
+    for (const ms of [1234.56789, 0.0004, 0.0396, 7]) {
+      new AccessLog().requestCompleted(null, ...served(logger, "/a", ms));
+    }
+    expect(lines.map((l) => l.responseTime)).toEqual([1234.568, 0, 0.04, 7]);
+  });
+
   it("has no address, as pino writes it, for a request whose socket is gone", () => {
     const { lines, logger } = capture();
     const [request, reply] = served(logger, "/a", 0.25);

@@ -152,8 +152,10 @@ export class AccessLog extends LogController {
     // gone (a client that reset its connection): JSON.stringify leaves such a field out.
     const ip = request.ip as string | undefined;
     const address = ip === undefined ? "" : `,"remoteAddress":${jsonText(ip)}`;
+    // The id (`requestId`: a sane X-Request-Id or a UUID) and the method (one of llhttp's, in
+    // capitals) never need escaping; the URL and a forwarded address may.
     destination?.write(
-      `{"level":30,"time":${nowText()}${bindings},"reqId":${jsonText(request.id)},"req":{"method":${jsonText(request.method)},"url":${jsonText(redactUrl(request.url))}${address}},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsed(reply)},"msg":"request completed"}\n`,
+      `{"level":30,"time":${nowText()}${bindings},"reqId":"${request.id}","req":{"method":"${request.method}","url":${jsonText(redactUrl(request.url))}${address}},"res":{"statusCode":${reply.statusCode}},"responseTime":${elapsedText(reply)},"msg":"request completed"}\n`,
     );
   }
 }
@@ -182,10 +184,18 @@ function nowText(): string {
   return lastNowText;
 }
 
-/** The time taken, as pino would write it (JSON has no NaN: a reply never started has none). */
-function elapsed(reply: FastifyReply): number | null {
+/**
+ * The time taken in milliseconds, to the microsecond, as JSON text (JSON has no NaN: a reply never
+ * started has none). Made of integers: writing a double's shortest digits is a slow call into the
+ * runtime (~0.5 µs a line in a profile of the read case at `info`).
+ */
+function elapsedText(reply: FastifyReply): string {
   const ms = reply.elapsedTime;
-  return Number.isFinite(ms) ? ms : null;
+  if (!Number.isFinite(ms)) return "null";
+  const micros = Math.round(ms * 1000);
+  const fraction = micros % 1000;
+  const whole = (micros - fraction) / 1000;
+  return `${whole}.${fraction < 10 ? "00" : fraction < 100 ? "0" : ""}${fraction}`;
 }
 
 /** Lines held while standard output does not take them (a full pipe): beyond this they are counted and dropped. */
