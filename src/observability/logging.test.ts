@@ -176,7 +176,7 @@ describe("batched standard output", () => {
     return read();
   };
 
-  it("writes the lines of one turn together, in order, once the turn is over", async () => {
+  it("writes the lines it holds together, in order, shortly after", async () => {
     const out = file();
     try {
       const dest = new BatchedOutput(out.fd);
@@ -216,6 +216,20 @@ describe("batched standard output", () => {
       fs.closeSync(fd);
       reader.kill();
       fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("writes to a file at once, together and in order, once 64 KB are held", () => {
+    const out = file();
+    try {
+      const dest = new BatchedOutput(out.fd);
+      const line = `${"x".repeat(1023)}\n`;
+      for (let i = 0; i < 63; i++) dest.write(line);
+      expect(out.text()).toBe("");
+      dest.write(line);
+      expect(out.text()).toBe(line.repeat(64));
+    } finally {
+      out.done();
     }
   });
 
