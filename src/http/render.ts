@@ -76,7 +76,7 @@ export class RawBody {
  */
 export const FILE_CSP = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
-/** Headers every answer of the server carries (set by the server's `onSend` hook). */
+/** Headers every answer of the server carries (set by the server's `onRequest` hook). */
 export const HARDENING_HEADERS: Readonly<Record<string, string>> = {
   // Nothing the server sends is to be second-guessed into something executable.
   "x-content-type-options": "nosniff",
@@ -128,7 +128,7 @@ export class WebAnswer {
 }
 
 export function render(reply: FastifyReply, format: Format, body: unknown, title: string): FastifyReply {
-  // Also here, not only in the server's onSend hook: errors the router raises before any route
+  // Also here, not only in the server's onRequest hook: errors the router raises before any route
   // (a path that is not valid UTF-8) are rendered without running the hooks.
   hardenAnswer(reply);
   if (body instanceof RawBody) {

@@ -120,13 +120,8 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   });
 
   app.decorateRequest("errorCode", undefined);
-  // Every answer (routes, errors, probes, preflights) gets the hardening headers.
   // Hooks that do not wait for anything take Fastify's callback rather than being async: every
   // request runs them, and a promise each is work.
-  app.addHook("onSend", (_request, reply, payload, done) => {
-    hardenAnswer(reply);
-    done(null, payload);
-  });
   app.addHook("onResponse", (request, reply, done) => {
     const name = request.routeOptions.config?.name ?? "not_found";
     options.metrics.request(name, request.method, request.errorCode, reply.elapsedTime / 1000);
@@ -142,6 +137,9 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   ]);
   // One hook for what every request needs first (one hook is cheaper than three):
   // - the request id goes back to the caller, who can then find the request's lines in the logs;
+  // - every answer (routes, errors, probes, preflights) gets the hardening headers, set here
+  //   rather than in an onSend hook run for every answer; answers Fastify makes without the
+  //   hooks (an unparsable path) get them from `render`;
   // - a multipart body without a boundary cannot be parsed, and the parser's own error for it
   //   carries no status code: it is refused here as the client error it is;
   // - the organization: allowedOrigins decides CORS (preflights included) and allSSL may refuse
@@ -150,6 +148,7 @@ export async function buildServer(options: ServerOptions): Promise<FastifyInstan
   //   answer whatever its settings say (allSSL, CORS) and even when the database is down.
   app.addHook("onRequest", (request, reply, done) => {
     reply.header("x-request-id", request.id);
+    hardenAnswer(reply);
     const type = request.headers["content-type"];
     if (type && /^multipart\/form-data/i.test(type) && !/;\s*boundary=/i.test(type)) {
       done(errors.badBody("A multipart/form-data body needs a boundary in its Content-Type header."));
