@@ -23,7 +23,7 @@ import {
 import type { Metrics } from "../observability/metrics.js";
 import type { Organization } from "../portal/portal.service.js";
 import type { Services } from "../services.js";
-import { parseQueryString, registerBodyParsers } from "./body.js";
+import { announcesNoBody, parseQueryString, registerBodyParsers } from "./body.js";
 import { registerConsole } from "./console.js";
 import { handleCors } from "./cors.js";
 import { mergedParams, registerRoutes } from "./pipeline.js";
@@ -381,7 +381,10 @@ async function readiness(services: Services): Promise<Record<string, { ok: boole
  */
 function sendError(request: FastifyRequest, reply: FastifyReply, error: PorticoError): FastifyReply {
   request.errorCode = error.code;
-  if (!request.raw.complete) {
+  // A request without a body may be answered before Node marks it complete (the not-found handler
+  // and the allSSL refusal answer within its request event): there is nothing to read past, and
+  // the connection keeps its Connection and Keep-Alive headers.
+  if (!request.raw.complete && !announcesNoBody(request)) {
     // Fastify asks to close after a body it could not parse; the body is read past instead.
     reply.removeHeader("connection");
     discardRest(request);

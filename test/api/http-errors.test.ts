@@ -1,3 +1,4 @@
+import http from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { json, startTestPortal, type TestPortal } from "../helpers/portico.js";
 
@@ -22,6 +23,22 @@ describe("errors raised before a route runs", () => {
       const body = await json(res);
       expect(body.error).toMatchObject({ code: 400, messageCode: "GEN_0404" });
       expect(JSON.stringify(body)).not.toContain(portal.adminToken);
+    }
+  });
+
+  it("keeps the connection's headers on an error answered before the request is complete (not found)", async () => {
+    // Answered within Node's request event, before the request is marked complete: a request
+    // without a body must not be taken for one whose body was left unread.
+    for (const connection of ["keep-alive", "close"]) {
+      const headers = await new Promise<http.IncomingHttpHeaders>((resolve, reject) => {
+        const req = http.get(`${portal.api}/no/such/operation?f=json`, { headers: { connection } }, (res) => {
+          res.resume();
+          resolve(res.headers);
+        });
+        req.on("error", reject);
+      });
+      expect(headers.connection).toBe(connection);
+      if (connection === "keep-alive") expect(headers["keep-alive"]).toMatch(/timeout=\d+/);
     }
   });
 
