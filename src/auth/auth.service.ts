@@ -348,11 +348,6 @@ export class AuthService {
   }
 
   /**
-   * The caller a token stands for. Throws 498 for an unknown or expired token, a disabled user's,
-   * and a token presented from where it may not be used (another referer or address than the one
-   * it was made for).
-   */
-  /**
    * What `authenticate` answers for a user's token that the cache of token holders has, valid and
    * presented from where it may be used, without a promise: the pipeline asks this first on every
    * request. `undefined` when the cache cannot say (not cached, expired, refused, an app's token):
@@ -367,6 +362,11 @@ export class AuthService {
     return holder.caller;
   }
 
+  /**
+   * The caller a token stands for. Throws 498 for an unknown or expired token, a disabled user's,
+   * and a token presented from where it may not be used (another referer or address than the one
+   * it was made for).
+   */
   async authenticate(token: string, presenter: Presenter): Promise<Caller | null> {
     try {
       return (await this.presentedSession(token, presenter)).caller;
