@@ -130,7 +130,12 @@ export function announcesNoBody(request: FastifyRequest): boolean {
   return header === undefined ? request.headers["transfer-encoding"] === undefined : Number(header) === 0;
 }
 
-/** The body, through a `ParameterCounter` when its type and length call for one. */
+/**
+ * The body, through a `ParameterCounter` when its type and length call for one. The counter may
+ * refuse the body before anyone reads it: the pipeline may wait on the database (its caller
+ * check) while the body flows in. Its refusal then stays on the stream (`errored`, which the
+ * pipeline answers) rather than being an error event nobody hears, which crashes the process.
+ */
 function countedBody<T extends NodeJS.ReadableStream>(
   request: FastifyRequest,
   payload: T,
@@ -138,6 +143,7 @@ function countedBody<T extends NodeJS.ReadableStream>(
   const counter = counterFor(request);
   if (!counter) return payload;
   payload.on("error", (err) => counter.destroy(err));
+  counter.on("error", () => {});
   return payload.pipe(counter);
 }
 

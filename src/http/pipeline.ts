@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import type { Readable } from "node:stream";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type Caller, requirePrivilege } from "../auth/caller.js";
 import type { Privilege } from "../auth/privileges.js";
@@ -588,7 +589,13 @@ export function registerRoutes(
           // No body (a GET, an empty POST): nothing to bound; the handler checks the caller.
           if (announcesNoBody(request)) return done(null, payload);
           boundBeforeCaller(request, reply, payload).then(
-            (bounded) => done(null, bounded as typeof payload),
+            (bounded) => {
+              // A body refused while the caller was looked up (too many parameters, body.ts) is
+              // answered with its refusal: nothing would ever read the rest of it.
+              const refused = (payload as Readable).errored;
+              if (refused) done(refused);
+              else done(null, bounded as typeof payload);
+            },
             (err: Error) => done(err),
           );
         },
