@@ -230,9 +230,9 @@ const BATCH_MS = 10;
  *
  * What is still held when the process exits (`process.exit` after a signal, the end of the event
  * loop, an uncaught error) is written synchronously then; only a process killed outright (SIGKILL,
- * out of memory) loses its last lines (at most `BATCH_MS` of them). A pipe that stops taking lines (`EAGAIN`) is retried; one
- * that is gone (`EPIPE`) drops them; more than 64 MB waiting are dropped and counted, and the count
- * is written once the output takes lines again.
+ * out of memory) loses its last lines (at most `BATCH_MS` of them). A pipe that stops taking lines
+ * (`EAGAIN`) is retried; one that is gone (`EPIPE`) drops them; more than 64 MB waiting are
+ * dropped and counted, and the count is written once the output takes lines again.
  */
 export class BatchedOutput implements pino.DestinationStream {
   #held: string[] = [];
